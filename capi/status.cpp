@@ -1,0 +1,43 @@
+// Versions, status names and the thread-local last error.
+#include <string>
+
+#include "guard.h"
+
+namespace brisk::capi {
+namespace {
+thread_local std::string t_last_error;
+}
+const char* t_last_error_c_str() { return t_last_error.c_str(); }
+void set_last_error(const std::string& msg) { t_last_error = msg; }
+void clear_last_error() { t_last_error.clear(); }
+}  // namespace brisk::capi
+
+extern "C" {
+
+const char* brisk_version(void) { return BRISK_VERSION_STRING; }
+
+uint32_t brisk_abi_version(void) {
+  return (static_cast<uint32_t>(BRISK_ABI_VERSION_MAJOR) << 16) | BRISK_ABI_VERSION_MINOR;
+}
+
+const char* brisk_last_error(void) { return brisk::capi::t_last_error_c_str(); }
+
+const char* brisk_status_name(brisk_status s) {
+  switch (s) {
+    case BRISK_OK: return "BRISK_OK";
+    case BRISK_ERR_INVALID_ARGUMENT: return "BRISK_ERR_INVALID_ARGUMENT";
+    case BRISK_ERR_NOT_FOUND: return "BRISK_ERR_NOT_FOUND";
+    case BRISK_ERR_IO: return "BRISK_ERR_IO";
+    case BRISK_ERR_BAD_FORMAT: return "BRISK_ERR_BAD_FORMAT";
+    case BRISK_ERR_UNSUPPORTED: return "BRISK_ERR_UNSUPPORTED";
+    case BRISK_ERR_OUT_OF_MEMORY: return "BRISK_ERR_OUT_OF_MEMORY";
+    case BRISK_ERR_CONTEXT_FULL: return "BRISK_ERR_CONTEXT_FULL";
+    case BRISK_ERR_BUFFER_TOO_SMALL: return "BRISK_ERR_BUFFER_TOO_SMALL";
+    case BRISK_ERR_CANCELLED: return "BRISK_ERR_CANCELLED";
+    case BRISK_ERR_CHECKSUM: return "BRISK_ERR_CHECKSUM";
+    case BRISK_ERR_INTERNAL: return "BRISK_ERR_INTERNAL";
+  }
+  return "BRISK_ERR_UNKNOWN";
+}
+
+}  // extern "C"

@@ -1,0 +1,238 @@
+/*
+ * brisk.h: the stable C interface of the brisk inference engine (C99).
+ *
+ * Rules this header keeps (so that bindings can rely on them):
+ *  - Handles are opaque. The only structs that cross the boundary are option
+ *    structs: they begin with `uint32_t struct_size`, only grow at the end,
+ *    are passed by pointer and get their defaults from brisk_*_options_init().
+ *  - Every call that can fail returns a brisk_status (BRISK_OK or a fixed
+ *    negative code, never renumbered); brisk_last_error() describes the last
+ *    failure on the calling thread. Handles come back through out-parameters.
+ *  - Caller buffers use (buf, cap, size_t *needed): *needed is always set to
+ *    the full size; when cap is too small the call returns
+ *    BRISK_ERR_BUFFER_TOO_SMALL and writes nothing past cap.
+ *  - No global mutable state: callbacks are per handle with a user_data pointer.
+ *  - Enums only grow; calls are deprecated, never renamed.
+ *
+ * Thread safety:
+ *  - brisk_model: immutable after brisk_model_open(); every function taking a
+ *    `const brisk_model *` may be called from any number of threads at once.
+ *  - brisk_session, brisk_sampler: belong to one thread at a time (callers
+ *    may hand them between threads, but must not use one from two at once).
+ *  - brisk_last_error() is thread-local.
+ */
+#ifndef BRISK_BRISK_H
+#define BRISK_BRISK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define BRISK_API __attribute__((visibility("default")))
+#else
+#define BRISK_API
+#endif
+
+/* ---- versions --------------------------------------------------------- */
+#define BRISK_VERSION_MAJOR 0
+#define BRISK_VERSION_MINOR 1
+#define BRISK_VERSION_PATCH 0
+/* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>). */
+#define BRISK_ABI_VERSION_MAJOR 0
+#define BRISK_ABI_VERSION_MINOR 1
+
+/* "0.1.0": the library actually loaded, which may be newer than the header. */
+BRISK_API const char *brisk_version(void);
+/* (major << 16) | minor of the loaded library's ABI. */
+BRISK_API uint32_t brisk_abi_version(void);
+
+/* ---- status ----------------------------------------------------------- */
+typedef enum brisk_status {
+  BRISK_OK = 0,
+  BRISK_ERR_INVALID_ARGUMENT = -1, /* a NULL handle, bad option value, ... */
+  BRISK_ERR_NOT_FOUND = -2,        /* a file or key that does not exist */
+  BRISK_ERR_IO = -3,               /* reading or writing failed */
+  BRISK_ERR_BAD_FORMAT = -4,       /* a file that is corrupt or not what it claims */
+  BRISK_ERR_UNSUPPORTED = -5,      /* valid input that brisk cannot handle */
+  BRISK_ERR_OUT_OF_MEMORY = -6,    /* allocation failed or would not fit */
+  BRISK_ERR_CONTEXT_FULL = -7,     /* tokens beyond the session's context */
+  BRISK_ERR_BUFFER_TOO_SMALL = -8, /* see (buf, cap, needed) above */
+  BRISK_ERR_CANCELLED = -9,        /* an abort callback asked to stop */
+  BRISK_ERR_CHECKSUM = -10,        /* data does not match its recorded hash */
+  BRISK_ERR_INTERNAL = -11         /* a bug in brisk: please report it */
+} brisk_status;
+
+/* A static English name for a status ("BRISK_ERR_IO"). */
+BRISK_API const char *brisk_status_name(brisk_status status);
+/* What went wrong in the last failed call on this thread, in words. Never
+ * NULL; valid until the next brisk call on the same thread. */
+BRISK_API const char *brisk_last_error(void);
+
+/* ---- callbacks -------------------------------------------------------- */
+typedef enum brisk_log_level {
+  BRISK_LOG_ERROR = 0,
+  BRISK_LOG_WARN = 1,
+  BRISK_LOG_INFO = 2,
+  BRISK_LOG_DEBUG = 3
+} brisk_log_level;
+
+typedef void (*brisk_log_fn)(void *user_data, brisk_log_level level, const char *message);
+/* Return non-zero to cancel the operation (it then returns BRISK_ERR_CANCELLED). */
+typedef int (*brisk_abort_fn)(void *user_data);
+
+/* ---- model ------------------------------------------------------------ */
+typedef struct brisk_model brisk_model;
+
+typedef struct brisk_model_options {
+  uint32_t struct_size;
+  /* Messages from loading (warnings, what was repacked). NULL: silent. */
+  brisk_log_fn log_fn;
+  void *log_user_data;
+  /* Minimum level passed to log_fn. Default BRISK_LOG_WARN. */
+  brisk_log_level log_level;
+  /* Non-zero: open for tokenizing only; tensors are not checked or bound.
+   * Also the automatic fallback is never taken: a model with no tensors
+   * opens only with this set. Default 0. */
+  int32_t vocab_only;
+} brisk_model_options;
+
+BRISK_API void brisk_model_options_init(brisk_model_options *options);
+/* Opens a GGUF model file. options may be NULL for defaults. */
+BRISK_API brisk_status brisk_model_open(const char *path, const brisk_model_options *options,
+                                        brisk_model **out_model);
+/* Frees a model. Every session made from it must be freed first. NULL is a no-op. */
+BRISK_API void brisk_model_close(brisk_model *model);
+
+BRISK_API int32_t brisk_model_n_vocab(const brisk_model *model);
+BRISK_API int32_t brisk_model_n_ctx_train(const brisk_model *model);
+BRISK_API int32_t brisk_model_token_bos(const brisk_model *model); /* -1 if none */
+BRISK_API int32_t brisk_model_token_eos(const brisk_model *model); /* -1 if none */
+/* One line such as "llama 5 layers, dim 64, vocab 512, f32, 1.2 MB". */
+BRISK_API brisk_status brisk_model_describe(const brisk_model *model, char *buf, size_t cap,
+                                            size_t *needed);
+/* A metadata value rendered as text (strings as they are, numbers in decimal,
+ * arrays as "[n items]"). BRISK_ERR_NOT_FOUND if the key is absent. */
+BRISK_API brisk_status brisk_model_meta(const brisk_model *model, const char *key, char *buf,
+                                        size_t cap, size_t *needed);
+
+/* ---- tokens ----------------------------------------------------------- */
+enum {
+  BRISK_TOKENIZE_ADD_BOS = 1u << 0,       /* add BOS if the model's metadata asks for it */
+  BRISK_TOKENIZE_PARSE_SPECIAL = 1u << 1  /* recognise "<s>", "<|im_start|>"... in the text */
+};
+
+/* Text (UTF-8, len bytes) to token ids. Thread-safe on a shared model. */
+BRISK_API brisk_status brisk_tokenize(const brisk_model *model, const char *text, size_t len,
+                                      uint32_t flags, int32_t *tokens, size_t cap,
+                                      size_t *needed);
+/* The raw bytes of one token (may be part of a UTF-8 character). */
+BRISK_API brisk_status brisk_token_to_piece(const brisk_model *model, int32_t token, char *buf,
+                                            size_t cap, size_t *needed);
+/* Token ids to text; a leading space the tokenizer added is removed when
+ * BRISK_TOKENIZE_ADD_BOS is set in flags and the first token is BOS. */
+BRISK_API brisk_status brisk_detokenize(const brisk_model *model, const int32_t *tokens,
+                                        size_t n_tokens, uint32_t flags, char *buf, size_t cap,
+                                        size_t *needed);
+
+/* ---- session: one sequence with its own KV cache ---------------------- */
+typedef struct brisk_session brisk_session;
+
+typedef struct brisk_session_options {
+  uint32_t struct_size;
+  /* Context length in tokens. 0: the model's training context, at most 4096. */
+  uint32_t n_ctx;
+  /* Worker threads. 0: one per physical core. */
+  uint32_t n_threads;
+  /* Tokens evaluated per forward pass while reading a prompt. 0: 512. */
+  uint32_t n_batch;
+  /* Checked between forward-pass chunks and layers; may be NULL. */
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+} brisk_session_options;
+
+BRISK_API void brisk_session_options_init(brisk_session_options *options);
+BRISK_API brisk_status brisk_session_create(const brisk_model *model,
+                                            const brisk_session_options *options,
+                                            brisk_session **out_session);
+BRISK_API void brisk_session_free(brisk_session *session);
+/* Forgets every token; the session starts again at position 0. */
+BRISK_API brisk_status brisk_session_reset(brisk_session *session);
+/* Number of tokens in the session's context so far. */
+BRISK_API uint32_t brisk_session_position(const brisk_session *session);
+BRISK_API uint32_t brisk_session_n_ctx(const brisk_session *session);
+
+/* Appends tokens to the context and evaluates them (in chunks of n_batch).
+ * Afterwards brisk_session_logits() gives the logits after the last token.
+ * BRISK_ERR_CONTEXT_FULL (and nothing evaluated) if they do not fit. */
+BRISK_API brisk_status brisk_session_eval(brisk_session *session, const int32_t *tokens,
+                                          size_t n_tokens);
+/* Like brisk_session_eval, and also returns the logits after every one of the
+ * tokens: n_tokens * n_vocab floats, row by row. */
+BRISK_API brisk_status brisk_session_eval_all(brisk_session *session, const int32_t *tokens,
+                                              size_t n_tokens, float *logits, size_t cap,
+                                              size_t *needed);
+/* Logits (n_vocab floats) after the last evaluated token. */
+BRISK_API brisk_status brisk_session_logits(const brisk_session *session, float *logits,
+                                            size_t cap, size_t *needed);
+
+/* ---- sampling --------------------------------------------------------- */
+typedef struct brisk_sampler brisk_sampler;
+
+typedef struct brisk_sampler_options {
+  uint32_t struct_size;
+  float temperature;     /* <= 0: greedy (argmax). Default 0.8 */
+  int32_t top_k;         /* <= 0: off. Default 40 */
+  float top_p;           /* >= 1: off. Default 0.95 */
+  float min_p;           /* <= 0: off. Default 0.05 */
+  float repeat_penalty;  /* 1: off. Default 1.1 */
+  int32_t repeat_last_n; /* tokens looked back for the penalty. Default 64 */
+  uint64_t seed;         /* same seed, same model, same prompt: same text. Default 0 */
+} brisk_sampler_options;
+
+BRISK_API void brisk_sampler_options_init(brisk_sampler_options *options);
+BRISK_API brisk_status brisk_sampler_create(const brisk_sampler_options *options,
+                                            brisk_sampler **out_sampler);
+BRISK_API void brisk_sampler_free(brisk_sampler *sampler);
+/* Draws the next token from the session's current logits (does not evaluate it). */
+BRISK_API brisk_status brisk_sampler_sample(brisk_sampler *sampler, const brisk_session *session,
+                                            int32_t *out_token);
+/* Tells the sampler a token is in the context (for the repetition penalty). */
+BRISK_API void brisk_sampler_accept(brisk_sampler *sampler, int32_t token);
+
+/* ---- generation ------------------------------------------------------- */
+/* Called once per generated token. `text` holds the new complete UTF-8 text
+ * (possibly empty while a multi-byte character is still being assembled; the
+ * bytes come with a later token). Return non-zero to stop generating. */
+typedef int (*brisk_token_fn)(void *user_data, int32_t token, const char *text, size_t text_len);
+
+typedef enum brisk_stop_reason {
+  BRISK_STOP_MAX_TOKENS = 0, /* generated max_tokens */
+  BRISK_STOP_EOS = 1,        /* the model produced its end-of-sequence token */
+  BRISK_STOP_CALLBACK = 2,   /* the token callback returned non-zero */
+  BRISK_STOP_CONTEXT_FULL = 3 /* the context filled up */
+} brisk_stop_reason;
+
+typedef struct brisk_generate_options {
+  uint32_t struct_size;
+  int32_t max_tokens;       /* Default 128 */
+  int32_t stop_at_eos;      /* Default 1 */
+  brisk_token_fn token_fn;  /* may be NULL */
+  void *token_user_data;
+} brisk_generate_options;
+
+BRISK_API void brisk_generate_options_init(brisk_generate_options *options);
+/* Samples, evaluates and reports tokens until a stop condition. The prompt
+ * must have been evaluated with brisk_session_eval first. n_generated and
+ * stop_reason may be NULL. Cancellation: the session's abort_fn. */
+BRISK_API brisk_status brisk_generate(brisk_session *session, brisk_sampler *sampler,
+                                      const brisk_generate_options *options,
+                                      size_t *n_generated, brisk_stop_reason *stop_reason);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BRISK_BRISK_H */

@@ -1,0 +1,29 @@
+// A read-only memory map of a whole file. Opening checks that the path is a
+// regular, readable file so that directories and devices fail with a clear message.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace brisk {
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Ask the kernel to read ahead (MADV_WILLNEED) a range; purely advisory.
+  void prefetch(size_t offset, size_t len) const;
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace brisk

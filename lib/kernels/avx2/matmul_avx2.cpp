@@ -1,0 +1,8 @@
+// avx2 matrix kernels. Types not listed fall back to the next lower ISA.
+#include "kernels/isa_tables.h"
+
+namespace brisk::kernels {
+
+const MatmulKernel* avx2_matmul_kernel(TensorType) { return nullptr; }
+
+}  // namespace brisk::kernels

@@ -1,0 +1,75 @@
+// Picks the instruction set once at start-up (first use) and the per-type
+// kernel tables from it.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "kernels/isa_tables.h"
+
+namespace brisk::kernels {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case Isa::scalar: return true;
+    case Isa::avx2: return f.avx2;
+    case Isa::avx512: return f.avx512 && f.avx512_vnni;
+  }
+  return false;
+}
+
+Isa best_supported_isa() {
+  if (isa_supported(Isa::avx512)) return Isa::avx512;
+  if (isa_supported(Isa::avx2)) return Isa::avx2;
+  return Isa::scalar;
+}
+
+namespace {
+Isa choose_isa() {
+  Isa best = best_supported_isa();
+  const char* env = std::getenv("BRISK_ISA");
+  if (!env || !*env || std::strcmp(env, "auto") == 0) return best;
+  for (Isa want : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (std::strcmp(env, isa_name(want)) == 0) {
+      // Asking for more than the machine has gives the best it has.
+      return static_cast<int>(want) <= static_cast<int>(best) ? want : best;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+Isa active_isa() {
+  static const Isa isa = choose_isa();
+  return isa;
+}
+
+const MatmulKernel* matmul_kernel_for(TensorType t, Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::avx512: return avx512_matmul_kernel(t);
+    case Isa::avx2: return avx2_matmul_kernel(t);
+    case Isa::scalar: return ref_matmul_kernel(t);
+  }
+  return nullptr;
+}
+
+const MatmulKernel& matmul_kernel(TensorType t) {
+  for (int i = static_cast<int>(active_isa()); i >= 0; --i) {
+    if (const MatmulKernel* k = matmul_kernel_for(t, static_cast<Isa>(i))) return *k;
+  }
+  fail(BRISK_ERR_UNSUPPORTED, std::string("no matrix kernel for tensor type ") + type_name(t));
+}
+
+}  // namespace brisk::kernels

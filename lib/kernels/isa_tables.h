@@ -1,0 +1,12 @@
+// Each instruction set's file exports one lookup; dispatch.cpp picks among them.
+// A lookup returns nullptr for types that ISA does not (yet) accelerate, and the
+// dispatcher then falls back to the next lower ISA.
+#pragma once
+#include "core/tensor_type.h"
+#include "kernels/matmul.h"
+
+namespace brisk::kernels {
+const MatmulKernel* ref_matmul_kernel(TensorType weight_type);     // ref/, always complete
+const MatmulKernel* avx2_matmul_kernel(TensorType weight_type);    // avx2/
+const MatmulKernel* avx512_matmul_kernel(TensorType weight_type);  // avx512/ (needs VNNI)
+}  // namespace brisk::kernels

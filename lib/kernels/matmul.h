@@ -1,0 +1,46 @@
+// Matrix kernels: one table per weight type, one table per instruction set.
+//
+// A matmul computes out[c][r] = dot(W row r, x column c) for a tile of weight
+// rows and every activation column of the batch. Activations are first
+// converted once per column into the weight type's `act_type` (Q8 blocks for
+// the quantized types, F32 for float weights); the tile kernel then reads each
+// weight block once and applies it to all columns, which is what makes many
+// sequences per step cheap.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor_type.h"
+
+namespace brisk::kernels {
+
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+const char* isa_name(Isa isa);
+
+struct MatmulKernel {
+  TensorType act_type;  // F32, Q8_0, Q8_1 or Q8_K
+  // Converts k floats (one activation column) to act_type.
+  void (*quantize_act)(const float* x, void* out, int64_t k);
+  // For r < nrows, c < ncols:
+  //   out[c * out_stride + r] = dot(row r of w, column c of act)
+  // w: first weight row, rows w_stride bytes apart.
+  // act: first activation column (already in act_type), columns act_stride bytes apart.
+  void (*gemm)(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+};
+
+// The kernel for a weight type on the active instruction set. Throws
+// brisk::Error(BRISK_ERR_UNSUPPORTED) for types without kernels.
+const MatmulKernel& matmul_kernel(TensorType weight_type);
+// The kernel for a given instruction set (tests compare them). Returns nullptr
+// if that ISA has no kernel for this type or the CPU cannot run it.
+const MatmulKernel* matmul_kernel_for(TensorType weight_type, Isa isa);
+
+// Instruction set chosen once at start-up: the best the CPU and OS support
+// (CPUID + XGETBV), unless BRISK_ISA=scalar|avx2|avx512 asks for less.
+Isa active_isa();
+// The best the machine supports, ignoring BRISK_ISA.
+Isa best_supported_isa();
+bool isa_supported(Isa isa);
+
+}  // namespace brisk::kernels

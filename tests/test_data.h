@@ -1,0 +1,43 @@
+// Finding ../shared test data. Tests call test_file("models/x.gguf"): it
+// returns the path, or skips the test with a message when the data is absent,
+// except under CI=true, where a missing file fails the test.
+#pragma once
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+namespace brisk::test {
+
+inline std::string test_data_root() {
+  const char* env = std::getenv("BRISK_TEST_DATA");
+  return env && *env ? env : BRISK_DEFAULT_TEST_DATA;
+}
+
+inline bool under_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+// Catch2 v2 has no SKIP: a test without its data passes with a warning.
+#define BRISK_TEST_FILE(var, rel)                                                    \
+  std::string var = ::brisk::test::test_data_root() + "/" + (rel);                   \
+  if (!std::filesystem::exists(var)) {                                               \
+    if (::brisk::test::under_ci()) FAIL("missing test data under CI: " << var);      \
+    WARN("skipped: test data not found: " << var << " (set BRISK_TEST_DATA)");       \
+    return;                                                                          \
+  }
+
+// A scratch directory under the build tree, unique per test process.
+inline std::filesystem::path scratch_dir() {
+  static std::filesystem::path dir = [] {
+    auto d = std::filesystem::temp_directory_path() /
+             ("brisk-test-" + std::to_string(static_cast<long>(::getpid())));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+}  // namespace brisk::test

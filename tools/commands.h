@@ -1,0 +1,6 @@
+// Entry points of the subcommands; argv[0] is the subcommand's name.
+#pragma once
+
+namespace brisk::tools {
+int cmd_run(int argc, char** argv);
+}

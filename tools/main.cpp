@@ -1,0 +1,53 @@
+// `brisk`: one command, many subcommands. Each subcommand lives in its own
+// file and is a thin client of brisk.h.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "brisk/brisk.h"
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+const Command kCommands[] = {
+    {"run", "generate text from a prompt", brisk::tools::cmd_run},
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "brisk %s: fast CPU inference for quantized Llama-family models\n\n"
+               "usage: brisk <command> [options]\n\ncommands:\n",
+               brisk_version());
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'brisk <command> --help' shows a command's options.\n"
+                    "'brisk --version' prints the version.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::printf("brisk %s (ABI %u.%u)\n", brisk_version(), brisk_abi_version() >> 16,
+                brisk_abi_version() & 0xffff);
+    return 0;
+  }
+  for (const Command& c : kCommands)
+    if (name == c.name) return c.run(argc - 1, argv + 1);
+  std::fprintf(stderr, "brisk: unknown command '%s' (see 'brisk --help')\n", name.c_str());
+  return 2;
+}
