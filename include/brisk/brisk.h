@@ -206,7 +206,8 @@ BRISK_API void brisk_sampler_accept(brisk_sampler *sampler, int32_t token);
 /* ---- generation ------------------------------------------------------- */
 /* Called once per generated token. `text` holds the new complete UTF-8 text
  * (possibly empty while a multi-byte character is still being assembled; the
- * bytes come with a later token). Return non-zero to stop generating. */
+ * bytes come with a later token). At the end, text still pending is passed
+ * once more with token -1. Return non-zero to stop generating. */
 typedef int (*brisk_token_fn)(void *user_data, int32_t token, const char *text, size_t text_len);
 
 typedef enum brisk_stop_reason {

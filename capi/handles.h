@@ -1,0 +1,43 @@
+// What the opaque handles of brisk.h hold.
+#pragma once
+#include <cstring>
+#include <memory>
+
+#include "brisk/brisk.h"
+#include "guard.h"
+#include "engine/session.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+
+struct brisk_model {
+  std::unique_ptr<brisk::Model> model;
+  brisk_model_options options;
+};
+
+struct brisk_session {
+  const brisk_model* owner;
+  brisk_session_options options;
+  std::unique_ptr<brisk::Session> session;
+};
+
+struct brisk_sampler {
+  std::unique_ptr<brisk::Sampler> sampler;
+};
+
+namespace brisk::capi {
+// Copies the caller's options over the defaults, honouring struct_size so an
+// older caller's smaller struct works with a newer library.
+template <class T>
+T merge_options(const T* given, void (*init)(T*)) {
+  T o;
+  init(&o);
+  if (given) {
+    size_t n = given->struct_size < sizeof(T) ? given->struct_size : sizeof(T);
+    if (n < sizeof(uint32_t))
+      fail(BRISK_ERR_INVALID_ARGUMENT, "options struct_size is too small; call the *_options_init function first");
+    std::memcpy(&o, given, n);
+    o.struct_size = sizeof(T);
+  }
+  return o;
+}
+}  // namespace brisk::capi

@@ -1,0 +1,98 @@
+// brisk_model_* and tokenization.
+#include <string>
+#include <vector>
+
+#include "guard.h"
+#include "handles.h"
+
+using brisk::capi::copy_out;
+using brisk::capi::copy_text_out;
+using brisk::capi::guard;
+using brisk::capi::require;
+
+extern "C" {
+
+void brisk_model_options_init(brisk_model_options* o) {
+  if (!o) return;
+  *o = brisk_model_options{};
+  o->struct_size = sizeof(*o);
+  o->log_level = BRISK_LOG_WARN;
+}
+
+brisk_status brisk_model_open(const char* path, const brisk_model_options* options, brisk_model** out) {
+  return guard([&] {
+    require(out, "out_model");
+    *out = nullptr;
+    require(path, "path");
+    auto h = std::make_unique<brisk_model>();
+    h->options = brisk::capi::merge_options(options, brisk_model_options_init);
+    brisk::ModelOpenOptions mo;
+    mo.vocab_only = h->options.vocab_only != 0;
+    h->model = brisk::Model::open(path, mo);
+    if (h->options.log_fn && h->options.log_level >= BRISK_LOG_INFO)
+      h->options.log_fn(h->options.log_user_data, BRISK_LOG_INFO,
+                        ("loaded " + std::string(path) + ": " + h->model->describe()).c_str());
+    *out = h.release();
+  });
+}
+
+void brisk_model_close(brisk_model* m) { delete m; }
+
+int32_t brisk_model_n_vocab(const brisk_model* m) { return m ? m->model->config().n_vocab : 0; }
+int32_t brisk_model_n_ctx_train(const brisk_model* m) { return m ? m->model->config().n_ctx_train : 0; }
+int32_t brisk_model_token_bos(const brisk_model* m) { return m ? m->model->tokenizer().bos() : -1; }
+int32_t brisk_model_token_eos(const brisk_model* m) { return m ? m->model->tokenizer().eos() : -1; }
+
+brisk_status brisk_model_describe(const brisk_model* m, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    copy_text_out(m->model->describe(), buf, cap, needed);
+  });
+}
+
+brisk_status brisk_model_meta(const brisk_model* m, const char* key, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    require(key, "key");
+    const brisk::gguf::Value* v = m->model->file().find(key);
+    if (!v) brisk::fail(BRISK_ERR_NOT_FOUND, std::string("no metadata key '") + key + "'");
+    copy_text_out(v->to_string(), buf, cap, needed);
+  });
+}
+
+brisk_status brisk_tokenize(const brisk_model* m, const char* text, size_t len, uint32_t flags, int32_t* tokens,
+                            size_t cap, size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    if (len > 0) require(text, "text");
+    std::vector<int32_t> ids = m->model->tokenizer().encode(std::string_view(text ? text : "", len),
+                                                            flags & BRISK_TOKENIZE_ADD_BOS,
+                                                            flags & BRISK_TOKENIZE_PARSE_SPECIAL);
+    copy_out(ids.data(), ids.size(), tokens, cap, needed);
+  });
+}
+
+brisk_status brisk_token_to_piece(const brisk_model* m, int32_t token, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    if (token < 0 || token >= m->model->tokenizer().n_vocab())
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "token id " + std::to_string(token) + " is outside the vocabulary");
+    copy_text_out(m->model->tokenizer().token_to_piece(token), buf, cap, needed);
+  });
+}
+
+brisk_status brisk_detokenize(const brisk_model* m, const int32_t* tokens, size_t n, uint32_t flags, char* buf,
+                              size_t cap, size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    if (n > 0) require(tokens, "tokens");
+    const brisk::Tokenizer& tok = m->model->tokenizer();
+    for (size_t i = 0; i < n; ++i)
+      if (tokens[i] < 0 || tokens[i] >= tok.n_vocab())
+        brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "token id " + std::to_string(tokens[i]) + " is outside the vocabulary");
+    const bool strip = (flags & BRISK_TOKENIZE_ADD_BOS) && n > 0 && tokens[0] == tok.bos();
+    copy_text_out(tok.decode(tokens, n, strip), buf, cap, needed);
+  });
+}
+
+}  // extern "C"

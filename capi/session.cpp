@@ -1,0 +1,176 @@
+// brisk_session_*, brisk_sampler_* and brisk_generate.
+#include <string>
+
+#include "guard.h"
+#include "handles.h"
+
+using brisk::capi::copy_out;
+using brisk::capi::guard;
+using brisk::capi::require;
+
+namespace {
+
+bool call_abort(void* ctx) {
+  const brisk_session_options* o = static_cast<const brisk_session_options*>(ctx);
+  return o->abort_fn && o->abort_fn(o->abort_user_data) != 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+void brisk_session_options_init(brisk_session_options* o) {
+  if (!o) return;
+  *o = brisk_session_options{};
+  o->struct_size = sizeof(*o);
+  o->n_batch = 512;
+}
+
+brisk_status brisk_session_create(const brisk_model* m, const brisk_session_options* options, brisk_session** out) {
+  return guard([&] {
+    require(out, "out_session");
+    *out = nullptr;
+    require(m, "model");
+    auto h = std::make_unique<brisk_session>();
+    h->owner = m;
+    h->options = brisk::capi::merge_options(options, brisk_session_options_init);
+    const brisk_session_options& o = h->options;
+    if (o.n_ctx > (1u << 24) || o.n_threads > 4096 || o.n_batch > (1u << 20))
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "session options out of range");
+    brisk::SessionOptions so;
+    so.n_ctx = static_cast<int>(o.n_ctx);
+    so.n_threads = static_cast<int>(o.n_threads);
+    so.n_batch = o.n_batch ? static_cast<int>(o.n_batch) : 512;
+    so.abort = call_abort;
+    so.abort_ctx = &h->options;
+    h->session = std::make_unique<brisk::Session>(*m->model, so);
+    *out = h.release();
+  });
+}
+
+void brisk_session_free(brisk_session* s) { delete s; }
+
+brisk_status brisk_session_reset(brisk_session* s) {
+  return guard([&] {
+    require(s, "session");
+    s->session->reset();
+  });
+}
+
+uint32_t brisk_session_position(const brisk_session* s) {
+  return s ? static_cast<uint32_t>(s->session->position()) : 0;
+}
+uint32_t brisk_session_n_ctx(const brisk_session* s) { return s ? static_cast<uint32_t>(s->session->n_ctx()) : 0; }
+
+brisk_status brisk_session_eval(brisk_session* s, const int32_t* tokens, size_t n) {
+  return guard([&] {
+    require(s, "session");
+    if (n > 0) require(tokens, "tokens");
+    s->session->eval(tokens, n);
+  });
+}
+
+brisk_status brisk_session_eval_all(brisk_session* s, const int32_t* tokens, size_t n, float* logits, size_t cap,
+                                    size_t* needed) {
+  return guard([&] {
+    require(s, "session");
+    if (n > 0) require(tokens, "tokens");
+    const size_t want = n * static_cast<size_t>(s->owner->model->config().n_vocab);
+    if (needed) *needed = want;
+    if (cap < want || (want > 0 && !logits))
+      brisk::fail(BRISK_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats, " +
+                                                  std::to_string(want) + " needed");
+    s->session->eval(tokens, n, logits);
+  });
+}
+
+brisk_status brisk_session_logits(const brisk_session* s, float* logits, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(s, "session");
+    const std::vector<float>& l = s->session->logits();
+    if (l.empty()) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "no logits yet: evaluate some tokens first");
+    copy_out(l.data(), l.size(), logits, cap, needed);
+  });
+}
+
+void brisk_sampler_options_init(brisk_sampler_options* o) {
+  if (!o) return;
+  *o = brisk_sampler_options{};
+  o->struct_size = sizeof(*o);
+  brisk::SamplerParams d;
+  o->temperature = d.temperature;
+  o->top_k = d.top_k;
+  o->top_p = d.top_p;
+  o->min_p = d.min_p;
+  o->repeat_penalty = d.repeat_penalty;
+  o->repeat_last_n = d.repeat_last_n;
+  o->seed = d.seed;
+}
+
+brisk_status brisk_sampler_create(const brisk_sampler_options* options, brisk_sampler** out) {
+  return guard([&] {
+    require(out, "out_sampler");
+    *out = nullptr;
+    brisk_sampler_options o = brisk::capi::merge_options(options, brisk_sampler_options_init);
+    if (!(o.repeat_penalty > 0)) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "repeat_penalty must be positive");
+    if (o.top_p != o.top_p || o.min_p != o.min_p || o.temperature != o.temperature)
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "sampler options must not be NaN");
+    brisk::SamplerParams p;
+    p.temperature = o.temperature;
+    p.top_k = o.top_k;
+    p.top_p = o.top_p;
+    p.min_p = o.min_p;
+    p.repeat_penalty = o.repeat_penalty;
+    p.repeat_last_n = o.repeat_last_n;
+    p.seed = o.seed;
+    auto h = std::make_unique<brisk_sampler>();
+    h->sampler = std::make_unique<brisk::Sampler>(p);
+    *out = h.release();
+  });
+}
+
+void brisk_sampler_free(brisk_sampler* s) { delete s; }
+
+brisk_status brisk_sampler_sample(brisk_sampler* sampler, const brisk_session* s, int32_t* out) {
+  return guard([&] {
+    require(sampler, "sampler");
+    require(s, "session");
+    require(out, "out_token");
+    const std::vector<float>& l = s->session->logits();
+    if (l.empty()) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "no logits yet: evaluate some tokens first");
+    *out = sampler->sampler->sample(l.data(), static_cast<int>(l.size()));
+  });
+}
+
+void brisk_sampler_accept(brisk_sampler* sampler, int32_t token) {
+  if (sampler) sampler->sampler->accept(token);
+}
+
+void brisk_generate_options_init(brisk_generate_options* o) {
+  if (!o) return;
+  *o = brisk_generate_options{};
+  o->struct_size = sizeof(*o);
+  o->max_tokens = 128;
+  o->stop_at_eos = 1;
+}
+
+brisk_status brisk_generate(brisk_session* s, brisk_sampler* sampler, const brisk_generate_options* options,
+                            size_t* n_generated, brisk_stop_reason* stop_reason) {
+  if (n_generated) *n_generated = 0;
+  return guard([&] {
+    require(s, "session");
+    require(sampler, "sampler");
+    brisk_generate_options o = brisk::capi::merge_options(options, brisk_generate_options_init);
+    if (o.max_tokens < 0) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
+    brisk::Session::TokenCallback cb;
+    if (o.token_fn) {
+      cb = [&o](int32_t token, const std::string& text) {
+        return o.token_fn(o.token_user_data, token, text.c_str(), text.size()) == 0;
+      };
+    }
+    brisk::StopReason r = s->session->generate(*sampler->sampler, o.max_tokens, o.stop_at_eos != 0, cb, n_generated);
+    if (stop_reason) *stop_reason = static_cast<brisk_stop_reason>(r);
+  });
+}
+
+}  // extern "C"

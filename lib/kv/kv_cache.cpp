@@ -1,0 +1,92 @@
+#include "kv/kv_cache.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+#include "quant/quant.h"
+
+namespace brisk {
+
+namespace {
+
+void check_type(TensorType t, const ModelConfig& c) {
+  switch (t) {
+    case TensorType::F32:
+    case TensorType::F16: return;
+    case TensorType::Q8_0:
+    case TensorType::Q4_0:
+      // Blocks must not straddle heads: attention reads one head at a time.
+      if (c.head_dim % 32 != 0)
+        fail(BRISK_ERR_UNSUPPORTED, std::string("KV cache type ") + type_name(t) + " needs a head size that is a "
+                                    "multiple of 32; this model's is " + std::to_string(c.head_dim));
+      return;
+    default:
+      fail(BRISK_ERR_INVALID_ARGUMENT,
+           std::string("KV cache type ") + type_name(t) + " is not supported (f32, f16, q8_0, q4_0)");
+  }
+}
+
+uint8_t* alloc_zeroed(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  // 64-byte aligned so rows used by SIMD loads start on cache lines.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return static_cast<uint8_t*>(p);
+}
+
+}  // namespace
+
+KVCache::KVCache(const ModelConfig& c, int n_slots, int n_ctx, TensorType k_type, TensorType v_type)
+    : n_layer_(c.n_layer),
+      n_slots_(n_slots),
+      n_ctx_(n_ctx),
+      kv_dim_(c.kv_dim()),
+      head_dim_(c.head_dim),
+      k_type_(k_type),
+      v_type_(v_type) {
+  check_type(k_type, c);
+  check_type(v_type, c);
+  if (n_slots <= 0 || n_ctx <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "KV cache needs at least one slot and one position");
+  k_row_bytes_ = row_bytes(k_type, kv_dim_);
+  v_row_bytes_ = row_bytes(v_type, kv_dim_);
+  const size_t rows = static_cast<size_t>(n_layer_) * n_slots_ * n_ctx_;
+  k_ = alloc_zeroed(rows * k_row_bytes_);
+  try {
+    v_ = alloc_zeroed(rows * v_row_bytes_);
+  } catch (...) {
+    std::free(k_);
+    throw;
+  }
+}
+
+KVCache::~KVCache() {
+  std::free(k_);
+  std::free(v_);
+}
+
+uint64_t KVCache::bytes_per_token(const ModelConfig& c, TensorType k_type, TensorType v_type) {
+  return static_cast<uint64_t>(c.n_layer) * (row_bytes(k_type, c.kv_dim()) + row_bytes(v_type, c.kv_dim()));
+}
+
+uint64_t KVCache::total_bytes() const {
+  return static_cast<uint64_t>(n_layer_) * n_slots_ * n_ctx_ * (k_row_bytes_ + v_row_bytes_);
+}
+
+void KVCache::store(int layer, int slot, int pos, const float* k, const float* v) {
+  quant::quantize_row(k_type_, k, k_row(layer, slot, pos), kv_dim_);
+  quant::quantize_row(v_type_, v, v_row(layer, slot, pos), kv_dim_);
+}
+
+void KVCache::copy_prefix(int src, int dst, int n) {
+  if (src == dst || n <= 0) return;
+  for (int l = 0; l < n_layer_; ++l) {
+    std::memcpy(k_row(l, dst, 0), k_row(l, src, 0), static_cast<size_t>(n) * k_row_bytes_);
+    std::memcpy(v_row(l, dst, 0), v_row(l, src, 0), static_cast<size_t>(n) * v_row_bytes_);
+  }
+}
+
+}  // namespace brisk

@@ -1,0 +1,145 @@
+#include "model/forward.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+#include "kv/kv_cache.h"
+#include "quant/quant.h"
+#include "threads/thread_pool.h"
+
+namespace brisk {
+
+Forward::Forward(const ModelConfig& c, const Weights& w, int max_tokens, int n_ctx, int n_threads)
+    : config_(c), w_(w), max_tokens_(max_tokens), n_ctx_(n_ctx) {
+  const size_t T = static_cast<size_t>(max_tokens);
+  x_.resize(T * c.n_embd);
+  xn_.resize(T * c.n_embd);
+  q_.resize(T * c.q_dim());
+  k_.resize(T * c.kv_dim());
+  v_.resize(T * c.kv_dim());
+  att_.resize(T * c.q_dim());
+  tmp_.resize(T * c.n_embd);
+  gate_.resize(T * c.n_ff);
+  up_.resize(T * c.n_ff);
+  rope_cs_.resize(T * c.rope_dim);
+  scores_.resize(static_cast<size_t>(n_threads) * n_ctx);
+  logits_.resize(T * c.n_vocab);
+  // theta_i = base^(-2i/d), in double so long contexts keep their precision.
+  inv_freq_.resize(c.rope_dim / 2);
+  for (int i = 0; i < c.rope_dim / 2; ++i) {
+    double f = std::pow(static_cast<double>(c.rope_freq_base), -2.0 * i / c.rope_dim);
+    if (!w.rope_freq_factors.empty()) f /= w.rope_freq_factors[i];
+    inv_freq_[i] = static_cast<float>(f);
+  }
+}
+
+void Forward::embed(const Batch& b) {
+  const Matrix& e = w_.token_embd;
+  for (int t = 0; t < b.size(); ++t) {
+    const int32_t tok = b.tokens[t];
+    if (tok < 0 || tok >= e.rows)
+      fail(BRISK_ERR_INVALID_ARGUMENT, "token id " + std::to_string(tok) + " is outside the vocabulary (0.." +
+                                           std::to_string(e.rows - 1) + ")");
+    quant::dequantize_row(e.type, e.row(tok), &x_[static_cast<size_t>(t) * config_.n_embd], config_.n_embd);
+  }
+}
+
+void Forward::rope_tables(const Batch& b) {
+  const int half = config_.rope_dim / 2;
+  for (int t = 0; t < b.size(); ++t) {
+    const double p = static_cast<double>(b.pos[t]) * config_.rope_freq_scale;
+    float* cs = &rope_cs_[static_cast<size_t>(t) * config_.rope_dim];
+    for (int i = 0; i < half; ++i) {
+      const double theta = p * inv_freq_[i];
+      cs[2 * i] = static_cast<float>(std::cos(theta));
+      cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+    }
+  }
+}
+
+bool Forward::run(const Batch& b, KVCache& cache, ThreadPool& pool, AbortCheck abort, void* abort_ctx) {
+  const int n = b.size();
+  if (n == 0) return true;
+  if (n > max_tokens_) fail(BRISK_ERR_INTERNAL, "batch larger than the forward pass was sized for");
+  const ModelConfig& c = config_;
+  embed(b);
+  rope_tables(b);
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (abort && abort(abort_ctx)) return false;
+    const LayerWeights& L = w_.layers[l];
+    // x += attention(norm(x))
+    for (int t = 0; t < n; ++t)
+      ops::rmsnorm(&xn_[static_cast<size_t>(t) * c.n_embd], &x_[static_cast<size_t>(t) * c.n_embd],
+                   L.attn_norm.data(), c.n_embd, c.rms_eps);
+    mm_.invalidate();
+    attention_block(l, b, cache, pool);
+    for (int t = 0; t < n; ++t)
+      ops::add(&x_[static_cast<size_t>(t) * c.n_embd], &tmp_[static_cast<size_t>(t) * c.n_embd], c.n_embd);
+    // x += feed_forward(norm(x))
+    for (int t = 0; t < n; ++t)
+      ops::rmsnorm(&xn_[static_cast<size_t>(t) * c.n_embd], &x_[static_cast<size_t>(t) * c.n_embd],
+                   L.ffn_norm.data(), c.n_embd, c.rms_eps);
+    mm_.invalidate();
+    feed_forward_block(l, n, pool);
+    for (int t = 0; t < n; ++t)
+      ops::add(&x_[static_cast<size_t>(t) * c.n_embd], &tmp_[static_cast<size_t>(t) * c.n_embd], c.n_embd);
+  }
+  output(b, pool);
+  return true;
+}
+
+void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& L = w_.layers[l];
+  const int n = b.size();
+  mm_.run(pool, L.wq, xn_.data(), c.n_embd, n, q_.data(), c.q_dim());
+  mm_.run(pool, L.wk, xn_.data(), c.n_embd, n, k_.data(), c.kv_dim());
+  mm_.run(pool, L.wv, xn_.data(), c.n_embd, n, v_.data(), c.kv_dim());
+  for (int t = 0; t < n; ++t) {
+    float* q = &q_[static_cast<size_t>(t) * c.q_dim()];
+    float* k = &k_[static_cast<size_t>(t) * c.kv_dim()];
+    float* v = &v_[static_cast<size_t>(t) * c.kv_dim()];
+    if (c.has_qkv_bias) {
+      ops::add(q, L.bq.data(), c.q_dim());
+      ops::add(k, L.bk.data(), c.kv_dim());
+      ops::add(v, L.bv.data(), c.kv_dim());
+    }
+    const float* cs = &rope_cs_[static_cast<size_t>(t) * c.rope_dim];
+    ops::rope(q, c.n_head, c.head_dim, c.rope_dim, cs, c.rope_neox);
+    ops::rope(k, c.n_head_kv, c.head_dim, c.rope_dim, cs, c.rope_neox);
+    cache.store(l, b.slot[t], b.pos[t], k, v);
+  }
+  attend(l, b, cache, pool);
+  mm_.invalidate();
+  mm_.run(pool, L.wo, att_.data(), c.q_dim(), n, tmp_.data(), c.n_embd);
+}
+
+void Forward::feed_forward_block(int l, int n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& L = w_.layers[l];
+  mm_.run(pool, L.w_gate, xn_.data(), c.n_embd, n, gate_.data(), c.n_ff);
+  mm_.run(pool, L.w_up, xn_.data(), c.n_embd, n, up_.data(), c.n_ff);
+  for (int t = 0; t < n; ++t)
+    ops::swiglu(&gate_[static_cast<size_t>(t) * c.n_ff], &up_[static_cast<size_t>(t) * c.n_ff], c.n_ff);
+  mm_.invalidate();
+  mm_.run(pool, L.w_down, gate_.data(), c.n_ff, n, tmp_.data(), c.n_embd);
+}
+
+void Forward::output(const Batch& b, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  // Gather the rows that want logits, normalised, into xn_.
+  int m = 0;
+  for (int t = 0; t < b.size(); ++t) {
+    if (!b.want_logits[t]) continue;
+    ops::rmsnorm(&xn_[static_cast<size_t>(m) * c.n_embd], &x_[static_cast<size_t>(t) * c.n_embd],
+                 w_.output_norm.data(), c.n_embd, c.rms_eps);
+    ++m;
+  }
+  if (m == 0) return;
+  mm_.invalidate();
+  mm_.run(pool, w_.output, xn_.data(), c.n_embd, m, logits_.data(), c.n_vocab);
+}
+
+}  // namespace brisk

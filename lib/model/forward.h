@@ -1,0 +1,62 @@
+// The forward pass of a llama-family transformer over a Batch.
+//
+//   x = embed(tokens)
+//   for each layer:  x += attention(norm(x));  x += feed_forward(norm(x))
+//   logits = output(norm(x))        (only for tokens that want logits)
+//
+// A Forward owns the scratch memory for batches of up to max_tokens tokens,
+// so no step allocates. It is used by one thread at a time (the pool does the
+// parallel work inside).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/matmul_op.h"
+#include "model/weights.h"
+
+namespace brisk {
+
+class KVCache;
+class ThreadPool;
+
+using AbortCheck = bool (*)(void* ctx);
+
+class Forward {
+ public:
+  Forward(const ModelConfig& config, const Weights& weights, int max_tokens, int n_ctx, int n_threads);
+
+  // Evaluates the batch, writing its keys and values into the cache, and
+  // stores logits for the tokens with want_logits set, in batch order:
+  // logits() row i belongs to the i-th such token. Returns false if `abort`
+  // asked to stop (checked between layers); the cache then holds a partial
+  // state for these positions, which later writes overwrite.
+  bool run(const Batch& batch, KVCache& cache, ThreadPool& pool, AbortCheck abort = nullptr,
+           void* abort_ctx = nullptr);
+
+  const float* logits(int i) const { return logits_.data() + static_cast<size_t>(i) * config_.n_vocab; }
+  int max_tokens() const { return max_tokens_; }
+
+ private:
+  void embed(const Batch& b);
+  void attention_block(int layer, const Batch& b, KVCache& cache, ThreadPool& pool);
+  void attend(int layer, const Batch& b, const KVCache& cache, ThreadPool& pool);
+  void feed_forward_block(int layer, int n, ThreadPool& pool);
+  void output(const Batch& b, ThreadPool& pool);
+  void rope_tables(const Batch& b);
+
+  const ModelConfig& config_;
+  const Weights& w_;
+  int max_tokens_;
+  int n_ctx_;
+  MatmulOp mm_;
+  // Scratch, one row per batch token.
+  std::vector<float> x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
+  std::vector<float> rope_cs_;   // (cos, sin) per token per frequency
+  std::vector<float> scores_;    // per thread: attention weights over n_ctx positions
+  std::vector<float> logits_;
+  std::vector<float> inv_freq_;  // per frequency pair
+};
+
+}  // namespace brisk

@@ -1,0 +1,100 @@
+#include "sample/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+namespace brisk {
+
+Sampler::Sampler(const SamplerParams& params) : p_(params), rng_(params.seed) {}
+
+void Sampler::reset() {
+  rng_.seed(p_.seed);
+  recent_.clear();
+}
+
+void Sampler::accept(int32_t token) {
+  if (p_.repeat_last_n <= 0) return;
+  recent_.push_back(token);
+  while (static_cast<int>(recent_.size()) > p_.repeat_last_n) recent_.pop_front();
+}
+
+int32_t Sampler::sample(const float* logits, int n_vocab) {
+  cand_.resize(static_cast<size_t>(n_vocab));
+  for (int i = 0; i < n_vocab; ++i) cand_[i] = {logits[i], i};
+
+  // Repetition penalty (as llama.cpp/CTRL): shrink positive logits, grow
+  // negative ones, once per distinct recent token.
+  if (p_.repeat_penalty != 1.0f && !recent_.empty()) {
+    std::unordered_set<int32_t> seen(recent_.begin(), recent_.end());
+    for (int32_t t : seen) {
+      if (t < 0 || t >= n_vocab) continue;
+      float& l = cand_[t].first;
+      l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+    }
+  }
+
+  if (p_.temperature <= 0.0f) {
+    // Greedy; ties go to the lowest id, as argmax in llama.cpp and run.c.
+    size_t best = 0;
+    for (size_t i = 1; i < cand_.size(); ++i)
+      if (cand_[i].first > cand_[best].first) best = i;
+    return cand_[best].second;
+  }
+
+  auto by_logit = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  size_t n = cand_.size();
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
+    std::partial_sort(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
+    n = static_cast<size_t>(p_.top_k);
+  } else {
+    std::sort(cand_.begin(), cand_.end(), by_logit);
+  }
+
+  // Filters work on the untempered distribution, in llama.cpp's order
+  // (top-k, top-p, min-p, then temperature), so settings mean the same there.
+  std::vector<double> prob(n);
+  auto softmax = [&](double temp) {
+    const double mx = cand_[0].first / temp;
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += prob[i] = std::exp(cand_[i].first / temp - mx);
+    for (size_t i = 0; i < n; ++i) prob[i] /= sum;
+  };
+  softmax(1.0);
+  // top-p: the smallest prefix whose mass reaches top_p.
+  if (p_.top_p < 1.0f) {
+    double mass = 0;
+    for (size_t i = 0; i < n; ++i) {
+      mass += prob[i];
+      if (mass >= p_.top_p) {
+        n = i + 1;
+        break;
+      }
+    }
+  }
+  // min-p: drop tokens less likely than min_p times the most likely one.
+  if (p_.min_p > 0.0f) {
+    const double floor = prob[0] * p_.min_p;
+    size_t keep = 1;
+    while (keep < n && prob[keep] >= floor) ++keep;
+    n = keep;
+  }
+  softmax(p_.temperature);
+
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += prob[i];
+  // A uniform draw from our own 53-bit conversion: std::uniform_real_distribution
+  // is not specified bit-for-bit across standard libraries, and the same seed
+  // must give the same text everywhere.
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total;
+  double acc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    acc += prob[i];
+    if (u < acc) return cand_[i].second;
+  }
+  return cand_[n - 1].second;
+}
+
+}  // namespace brisk

@@ -1,0 +1,39 @@
+// Turning logits into the next token: repetition penalty, then temperature,
+// top-k, top-p and min-p filtering, then a seeded draw. Temperature <= 0 is
+// greedy (argmax) and ignores the filters.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <vector>
+
+namespace brisk {
+
+struct SamplerParams {
+  float temperature = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.1f;
+  int repeat_last_n = 64;
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& params);
+
+  int32_t sample(const float* logits, int n_vocab);
+  // Records a token of the context for the repetition penalty.
+  void accept(int32_t token);
+  void reset();
+  const SamplerParams& params() const { return p_; }
+
+ private:
+  SamplerParams p_;
+  std::mt19937_64 rng_;
+  std::deque<int32_t> recent_;
+  std::vector<std::pair<float, int32_t>> cand_;  // reused between calls
+};
+
+}  // namespace brisk
