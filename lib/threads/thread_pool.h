@@ -4,6 +4,22 @@
 // that another process slows down simply takes fewer tasks instead of stalling
 // the step. Idle workers spin briefly, then sleep on a futex: a busy machine
 // is not made worse by threads burning a core at a barrier.
+//
+// Contract for callers:
+//  - One thread owns the pool: it constructs it and is the only one to call
+//    run(). run() is not reentrant: a task must not call run() on its pool,
+//    and two threads must not call run() at the same time.
+//  - With pin=true the constructing thread is pinned too (it is thread 0,
+//    the first core or cpu_list[0]) and stays pinned after the pool is gone:
+//    nothing is restored. If another thread calls run(), it is thread 0
+//    but unpinned.
+//  - Tasks should not throw (the engine's kernels are noexcept). If one does,
+//    no exception escapes a worker thread: the tasks not yet started are
+//    skipped, and run() rethrows the first exception on the calling thread
+//    once the tasks already running have finished. The pool stays usable.
+//  - Workers spin up to ~100 us for the next run() (the caller as long for
+//    the last tasks), then sleep on a futex. When threads outnumber the
+//    allowed CPUs, or share a CPU through cpu_list, they spin only ~2 us.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,9 +29,13 @@
 namespace brisk {
 
 struct ThreadPoolOptions {
-  int n_threads = 0;          // 0: one per physical core
-  bool pin = true;            // pin each thread to its own physical core (hwloc)
-  std::vector<int> cpu_list;  // if non-empty: pin to these logical CPUs, in order
+  int n_threads = 0;          // <= 0: one per physical core (physical_core_count())
+  bool pin = true;            // pin thread i to the first CPU of physical core i (hwloc);
+                              // threads beyond the number of cores stay unpinned
+  std::vector<int> cpu_list;  // if non-empty (and pin): thread i goes to logical CPU
+                              // cpu_list[i % cpu_list.size()]
+  // A thread that cannot be pinned (CPU outside the allowed set, ...) runs
+  // unpinned; describe() says so. Pinning never makes the constructor fail.
 };
 
 // Physical cores this process may run on (SMT siblings counted once).
@@ -33,7 +53,11 @@ class ThreadPool {
 
   // Calls fn(ctx, task, thread) for every task in [0, n_tasks) and returns
   // when all are done. The calling thread works too (as thread 0). thread is
-  // in [0, size()) and stable for the call, for per-thread scratch.
+  // in [0, size()) and stable for the call, for per-thread scratch: no two
+  // tasks with the same thread index ever run at the same time. Tasks are
+  // handed out one at a time, in increasing order, to whichever thread asks
+  // first. n_tasks <= 0 returns at once; size() == 1 or n_tasks == 1 runs
+  // inline on the caller without any synchronization.
   using TaskFn = void (*)(void* ctx, int64_t task, int thread);
   void run(int64_t n_tasks, TaskFn fn, void* ctx);
 
@@ -44,7 +68,8 @@ class ThreadPool {
     run(n_tasks, [](void* c, int64_t t, int th) { (*static_cast<Fn*>(c))(t, th); }, &f);
   }
 
-  // One line describing the threads and where they are pinned.
+  // One line describing the threads and where they are pinned, e.g.
+  // "2 threads, pinned to cores 0,1 (cpus 0,1)" or "2 threads, not pinned".
   std::string describe() const;
 
  private:

@@ -1,0 +1,28 @@
+// The CPUs this process may run on, grouped by physical core (SMT siblings
+// together), read once with hwloc. The thread pool sizes and pins from it.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace brisk {
+
+struct CpuCore {
+  int index = 0;          // hwloc logical index of the core (as lstopo shows it)
+  std::vector<int> cpus;  // its allowed logical CPUs (OS numbering), ascending
+};
+
+struct CpuTopology {
+  std::vector<CpuCore> cores;  // allowed physical cores, in hwloc logical order
+  int n_cpus = 0;              // allowed logical CPUs
+  std::string source;          // "hwloc", or why the fallback was used
+};
+
+// Computed on first use from hwloc's allowed cpuset intersected with the
+// affinity mask of the thread making that first call, then cached for the
+// process. Caching matters: a ThreadPool pins its calling thread to one core,
+// and a later sched_getaffinity on that thread would see a single core.
+// If hwloc fails, every CPU of the affinity mask counts as a core (or
+// hardware_concurrency() CPUs when even the mask cannot be read).
+const CpuTopology& cpu_topology();
+
+}  // namespace brisk
