@@ -35,6 +35,9 @@ class Forward {
   bool run(const Batch& batch, KVCache& cache, ThreadPool& pool, AbortCheck abort = nullptr,
            void* abort_ctx = nullptr);
 
+  // Every matmul's input is shown to the observer (nullptr: none).
+  void set_observer(MatmulObserver* observer) { mm_.set_observer(observer); }
+
   const float* logits(int i) const { return logits_.data() + static_cast<size_t>(i) * config_.n_vocab; }
   int max_tokens() const { return max_tokens_; }
 

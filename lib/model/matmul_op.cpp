@@ -9,6 +9,7 @@ namespace brisk {
 
 void MatmulOp::run(ThreadPool& pool, const Matrix& w, const float* x, int64_t x_stride, int ncols, float* out,
                    int64_t out_stride) {
+  if (observer_) observer_->observe(w, x, x_stride, ncols);
   const kernels::MatmulKernel& kern = kernels::matmul_kernel(w.type);
   const int64_t k = w.cols;
   const void* act;

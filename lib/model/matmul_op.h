@@ -14,8 +14,18 @@ namespace brisk {
 
 class ThreadPool;
 
+// Sees the input of every matrix multiply (calibration collects activation
+// statistics through it). Called on the thread that runs the forward pass.
+class MatmulObserver {
+ public:
+  virtual ~MatmulObserver() = default;
+  virtual void observe(const Matrix& w, const float* x, int64_t x_stride, int ncols) = 0;
+};
+
 class MatmulOp {
  public:
+  void set_observer(MatmulObserver* observer) { observer_ = observer; }
+
   // x: ncols columns of W.cols floats, x_stride floats apart.
   // out: ncols rows of W.rows floats, out_stride floats apart.
   void run(ThreadPool& pool, const Matrix& w, const float* x, int64_t x_stride, int ncols, float* out,
@@ -24,6 +34,7 @@ class MatmulOp {
   void invalidate() { cached_src_ = nullptr; }
 
  private:
+  MatmulObserver* observer_ = nullptr;
   std::vector<uint8_t> act_;  // converted activations
   const float* cached_src_ = nullptr;
   TensorType cached_type_ = TensorType::F32;
