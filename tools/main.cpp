@@ -17,6 +17,7 @@ struct Command {
 
 const Command kCommands[] = {
     {"run", "generate text from a prompt", brisk::tools::cmd_run},
+    {"synth", "write a random-weight model in the shape of a real one", brisk::tools::cmd_synth},
 };
 
 void print_usage(FILE* out) {

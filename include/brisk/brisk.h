@@ -233,6 +233,22 @@ BRISK_API brisk_status brisk_generate(brisk_session *session, brisk_sampler *sam
                                       const brisk_generate_options *options,
                                       size_t *n_generated, brisk_stop_reason *stop_reason);
 
+/* ---- synthetic models -------------------------------------------------- */
+/* Random weights in the shape of a real model, for benchmarks and tests. */
+typedef struct brisk_synthesize_options {
+  uint32_t struct_size;
+  const char *shape;       /* see brisk_synthetic_shapes(). Default "tiny" */
+  const char *weight_type; /* "q4_0", "q8_0", "q4_k", "f16", ... Default "q4_0" */
+  uint64_t seed;           /* Default 0 */
+  uint32_t n_threads;      /* 0: all cores */
+} brisk_synthesize_options;
+
+BRISK_API void brisk_synthesize_options_init(brisk_synthesize_options *options);
+/* Writes a GGUF file (atomically: temporary file, then rename). */
+BRISK_API brisk_status brisk_synthesize_model(const char *path, const brisk_synthesize_options *options);
+/* The built-in shape names, comma-separated. */
+BRISK_API brisk_status brisk_synthetic_shapes(char *buf, size_t cap, size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif
