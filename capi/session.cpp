@@ -24,6 +24,8 @@ void brisk_session_options_init(brisk_session_options* o) {
   *o = brisk_session_options{};
   o->struct_size = sizeof(*o);
   o->n_batch = 512;
+  o->cache_type_k = BRISK_TYPE_AUTO;
+  o->cache_type_v = BRISK_TYPE_AUTO;
 }
 
 brisk_status brisk_session_create(const brisk_model* m, const brisk_session_options* options, brisk_session** out) {
@@ -41,6 +43,9 @@ brisk_status brisk_session_create(const brisk_model* m, const brisk_session_opti
     so.n_ctx = static_cast<int>(o.n_ctx);
     so.n_threads = static_cast<int>(o.n_threads);
     so.n_batch = o.n_batch ? static_cast<int>(o.n_batch) : 512;
+    if (o.cache_type_k != BRISK_TYPE_AUTO) so.k_type = static_cast<brisk::TensorType>(o.cache_type_k);
+    if (o.cache_type_v != BRISK_TYPE_AUTO) so.v_type = static_cast<brisk::TensorType>(o.cache_type_v);
+    so.pin_threads = o.no_pin == 0;
     so.abort = call_abort;
     so.abort_ctx = &h->options;
     h->session = std::make_unique<brisk::Session>(*m->model, so);

@@ -46,6 +46,9 @@ int cmd_run(int argc, char** argv) {
     ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("c,ctx-size", "context length (0 = model's, at most 4096)", cxxopts::value<int>()->default_value("0"))
     ("b,batch-size", "prompt tokens per forward pass", cxxopts::value<int>()->default_value("512"))
+    ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
+    ("cache-type-v", "KV cache type for values: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
+    ("no-pin", "do not pin threads to cores")
     ("ignore-eos", "keep generating after the end-of-sequence token")
     ("h,help", "show this help");
   // clang-format on
@@ -72,6 +75,12 @@ int cmd_run(int argc, char** argv) {
     std::fprintf(stderr, "brisk run: error: -n, -t and -c must not be negative, -b must be positive\n");
     return 2;
   }
+  int32_t cache_k = 0, cache_v = 0;
+  if (!parse_type(args["cache-type-k"].as<std::string>(), &cache_k) ||
+      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v)) {
+    std::fprintf(stderr, "brisk run: error: unknown cache type (auto, f32, f16, q8_0, q4_0)\n");
+    return 2;
+  }
   std::string prompt = args["prompt"].as<std::string>();
   if (args.count("file") && !read_file("run", args["file"].as<std::string>(), &prompt)) return 1;
 
@@ -86,6 +95,9 @@ int cmd_run(int argc, char** argv) {
   so.n_threads = static_cast<uint32_t>(n_threads);
   so.n_batch = static_cast<uint32_t>(n_batch);
   so.abort_fn = abort_requested;
+  so.cache_type_k = cache_k;
+  so.cache_type_v = cache_v;
+  so.no_pin = args.count("no-pin") ? 1 : 0;
   brisk_session* session = nullptr;
   brisk_sampler* sampler = nullptr;
   std::vector<int32_t> tokens;

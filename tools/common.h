@@ -19,6 +19,10 @@ inline double now_seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+// Parses a type name ("f16", "q8_0", ...; "auto" gives BRISK_TYPE_AUTO).
+// Returns false for unknown names.
+bool parse_type(const std::string& name, int32_t* out);
+
 // Reads a whole file; returns false (and prints why) on failure.
 bool read_file(const char* cmd, const std::string& path, std::string* out);
 

@@ -72,6 +72,21 @@ BRISK_API const char *brisk_status_name(brisk_status status);
  * NULL; valid until the next brisk call on the same thread. */
 BRISK_API const char *brisk_last_error(void);
 
+/* ---- tensor types ----------------------------------------------------- */
+/* Values are GGUF's (ggml's) type ids. */
+typedef enum brisk_type {
+  BRISK_TYPE_AUTO = -1, /* let brisk choose */
+  BRISK_TYPE_F32 = 0,
+  BRISK_TYPE_F16 = 1,
+  BRISK_TYPE_Q4_0 = 2,
+  BRISK_TYPE_Q4_1 = 3,
+  BRISK_TYPE_Q8_0 = 8,
+  BRISK_TYPE_Q4_K = 12,
+  BRISK_TYPE_Q5_K = 13,
+  BRISK_TYPE_Q6_K = 14,
+  BRISK_TYPE_BF16 = 30
+} brisk_type;
+
 /* ---- callbacks -------------------------------------------------------- */
 typedef enum brisk_log_level {
   BRISK_LOG_ERROR = 0,
@@ -152,6 +167,12 @@ typedef struct brisk_session_options {
   /* Checked between forward-pass chunks and layers; may be NULL. */
   brisk_abort_fn abort_fn;
   void *abort_user_data;
+  /* KV cache element types (F32, F16, Q8_0, Q4_0). BRISK_TYPE_AUTO (default):
+   * F32 for models whose matrices are all F32, F16 otherwise. */
+  int32_t cache_type_k;
+  int32_t cache_type_v;
+  /* Non-zero: do not pin worker threads to cores. Default 0. */
+  int32_t no_pin;
 } brisk_session_options;
 
 BRISK_API void brisk_session_options_init(brisk_session_options *options);

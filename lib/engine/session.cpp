@@ -29,12 +29,22 @@ const Model& require_weights(const Model& m) {
 
 }  // namespace
 
+TensorType default_cache_type(const Model& model) {
+  const Weights& w = model.weights();
+  bool all_f32 = w.token_embd.type == TensorType::F32 && w.output.type == TensorType::F32;
+  for (const LayerWeights& L : w.layers)
+    for (const Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      all_f32 = all_f32 && m->type == TensorType::F32;
+  return all_f32 ? TensorType::F32 : TensorType::F16;
+}
+
 Session::Session(const Model& model, const SessionOptions& options)
     : model_(require_weights(model)),
       opt_(options),
       n_ctx_(resolve_ctx(model, options.n_ctx)),
       pool_(pool_options(options)),
-      cache_(model.config(), 1, n_ctx_, options.k_type, options.v_type),
+      cache_(model.config(), 1, n_ctx_, options.k_type.value_or(default_cache_type(model)),
+             options.v_type.value_or(default_cache_type(model))),
       fwd_(model.config(), model.weights(), std::clamp(options.n_batch, 1, n_ctx_), n_ctx_, pool_.size()) {
   if (opt_.n_batch <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "batch size must be positive");
 }

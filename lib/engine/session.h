@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,14 +21,18 @@ struct SessionOptions {
   int n_ctx = 0;      // 0: the model's training context, at most 4096
   int n_threads = 0;  // 0: physical cores
   int n_batch = 512;  // tokens per forward pass while reading a prompt
-  TensorType k_type = TensorType::F16;
-  TensorType v_type = TensorType::F16;
+  // KV cache types; unset: F32 for a model whose matrices are all F32 (so it
+  // computes exactly what the float reference does), F16 otherwise.
+  std::optional<TensorType> k_type, v_type;
   bool pin_threads = true;
   AbortCheck abort = nullptr;
   void* abort_ctx = nullptr;
 };
 
 enum class StopReason { max_tokens, eos, callback, context_full };
+
+// The cache type used when none is asked for (see SessionOptions).
+TensorType default_cache_type(const Model& model);
 
 class Session {
  public:
