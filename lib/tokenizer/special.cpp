@@ -1,0 +1,217 @@
+// Special tokens in text, and what every vocabulary tokenizer does around
+// its model: BOS/EOS, pieces, decode.
+#include <algorithm>
+
+#include "core/error.h"
+#include "tokenizer/vocab.h"
+
+namespace brisk::tok {
+
+namespace {
+bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+}  // namespace
+
+void SpecialMatcher::build(const Vocab& v) {
+  tokens_.clear();
+  for (int32_t id = 0; id < v.n_tokens; ++id)
+    if (v.attrs[id] & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) tokens_.push_back(id);
+  // llama.cpp sorts by length only (std::sort, so ties land arbitrarily);
+  // breaking ties by id makes the rare equal-length overlap deterministic.
+  std::stable_sort(tokens_.begin(), tokens_.end(),
+                   [&](int32_t a, int32_t b) { return v.text(a).size() > v.text(b).size(); });
+  priority_.assign(v.n_tokens, -1);
+  nodes_.assign(1, Node{});
+  std::fill(std::begin(first_byte_), std::end(first_byte_), false);
+  for (size_t rank = 0; rank < tokens_.size(); ++rank) {
+    const int32_t id = tokens_[rank];
+    priority_[id] = static_cast<int32_t>(rank);
+    std::string_view t = v.text(id);
+    first_byte_[static_cast<uint8_t>(t[0])] = true;
+    int32_t node = 0;
+    for (char ch : t) {
+      const uint8_t b = static_cast<uint8_t>(ch);
+      int32_t c = nodes_[node].child;
+      while (c >= 0 && nodes_[c].byte != b) c = nodes_[c].sibling;
+      if (c < 0) {
+        Node nn;
+        nn.byte = b;
+        nn.sibling = nodes_[node].child;
+        c = static_cast<int32_t>(nodes_.size());
+        nodes_.push_back(nn);
+        nodes_[node].child = c;
+      }
+      node = c;
+    }
+    if (nodes_[node].token < 0) nodes_[node].token = id;  // duplicates: first wins
+  }
+}
+
+void SpecialMatcher::partition(const Vocab& v, std::string_view text, bool parse_special,
+                               std::vector<Piece>& out) const {
+  out.clear();
+  const uint32_t n = static_cast<uint32_t>(text.size());
+  if (n == 0) return;
+  const uint16_t skip = parse_special ? 0 : (ATTR_CONTROL | ATTR_UNKNOWN);
+
+  struct Occ {
+    int32_t prio;
+    uint32_t pos;
+    int32_t id;
+  };
+  std::vector<Occ> occ;
+  if (!tokens_.empty()) {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!first_byte_[static_cast<uint8_t>(text[i])]) continue;
+      int32_t node = 0;
+      for (uint32_t j = i; j < n; ++j) {
+        const uint8_t b = static_cast<uint8_t>(text[j]);
+        int32_t c = nodes_[node].child;
+        while (c >= 0 && nodes_[c].byte != b) c = nodes_[c].sibling;
+        if (c < 0) break;
+        node = c;
+        const int32_t id = nodes_[node].token;
+        if (id >= 0 && !(v.attrs[id] & skip)) occ.push_back({priority_[id], i, id});
+      }
+    }
+  }
+  if (occ.empty()) {
+    out.push_back({0, n, -1});
+    return;
+  }
+
+  // Longest tokens claim their occurrences first; an occurrence touching an
+  // already claimed byte is not a match (llama.cpp only searches the raw
+  // fragments that are left).
+  std::sort(occ.begin(), occ.end(), [](const Occ& a, const Occ& b) {
+    return a.prio != b.prio ? a.prio < b.prio : a.pos < b.pos;
+  });
+  enum : uint8_t { FREE = 0, STRIPPED = 1, TOKEN = 2 };
+  std::vector<uint8_t> claimed(n, FREE);
+  std::vector<Occ> taken;
+  for (const Occ& o : occ) {
+    const uint32_t len = static_cast<uint32_t>(v.text(o.id).size());
+    bool free = true;
+    for (uint32_t k = o.pos; k < o.pos + len; ++k)
+      if (claimed[k] != FREE) {
+        free = false;
+        break;
+      }
+    if (!free) continue;
+    std::fill(claimed.begin() + o.pos, claimed.begin() + o.pos + len, TOKEN);
+    taken.push_back(o);
+    if (v.attrs[o.id] & ATTR_LSTRIP)
+      for (uint32_t k = o.pos; k > 0 && claimed[k - 1] == FREE && ascii_space(text[k - 1]); --k) claimed[k - 1] = STRIPPED;
+    if (v.attrs[o.id] & ATTR_RSTRIP)
+      for (uint32_t k = o.pos + len; k < n && claimed[k] == FREE && ascii_space(text[k]); ++k) claimed[k] = STRIPPED;
+  }
+  std::sort(taken.begin(), taken.end(), [](const Occ& a, const Occ& b) { return a.pos < b.pos; });
+  size_t t = 0;
+  uint32_t i = 0;
+  while (i < n) {
+    if (claimed[i] == FREE) {
+      uint32_t j = i;
+      while (j < n && claimed[j] == FREE) ++j;
+      out.push_back({i, j, -1});
+      i = j;
+    } else if (claimed[i] == TOKEN) {
+      const Occ& o = taken[t++];
+      const uint32_t len = static_cast<uint32_t>(v.text(o.id).size());
+      out.push_back({o.pos, o.pos + len, o.id});
+      i = o.pos + len;
+    } else {
+      ++i;
+    }
+  }
+}
+
+// ---- VocabTokenizer ----
+
+VocabTokenizer::VocabTokenizer(Vocab v) : v_(std::move(v)) { special_.build(v_); }
+
+void VocabTokenizer::build_piece_cache() {
+  pieces_.resize(static_cast<size_t>(v_.n_tokens));
+  for (int32_t id = 0; id < v_.n_tokens; ++id) {
+    const uint16_t a = v_.attrs[id];
+    std::string_view t = v_.text(id);
+    if (a & (ATTR_CONTROL | ATTR_UNKNOWN | ATTR_USER_DEFINED)) {
+      pieces_[id] = std::string(t);
+    } else if (a & ATTR_NORMAL) {
+      pieces_[id] = normal_piece(id);
+    } else if (a & ATTR_BYTE) {
+      // "<0xNN>"; anything else is kept as text rather than guessed at
+      auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+      };
+      if (t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>' && hex(t[3]) >= 0 && hex(t[4]) >= 0)
+        pieces_[id] = std::string(1, static_cast<char>(hex(t[3]) * 16 + hex(t[4])));
+      else
+        pieces_[id] = std::string(t);
+    }
+    // UNUSED / UNDEFINED tokens produce nothing, as in llama.cpp.
+  }
+}
+
+std::vector<int32_t> VocabTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  if (add_bos && v_.add_bos && v_.bos >= 0) out.push_back(v_.bos);
+  std::vector<SpecialMatcher::Piece> pieces;
+  special_.partition(v_, text, parse_special, pieces);
+  bool after_special = true;
+  for (const auto& p : pieces) {
+    if (p.id >= 0) {
+      out.push_back(p.id);
+      after_special = true;
+    } else {
+      encode_fragment(text.substr(p.begin, p.end - p.begin), after_special, out);
+      after_special = false;
+    }
+  }
+  if (add_bos && v_.add_eos && v_.eos >= 0) out.push_back(v_.eos);
+  return out;
+}
+
+std::string VocabTokenizer::token_to_piece(int32_t id, bool special) const {
+  if (!v_.valid(id)) return {};
+  if (!special && (v_.attrs[id] & (ATTR_CONTROL | ATTR_UNKNOWN))) return {};
+  return pieces_[id];
+}
+
+std::string VocabTokenizer::decode(const int32_t* ids, size_t n, bool strip_leading_space) const {
+  std::string out;
+  // The dummy prefix sits at the start of the first piece with text (after
+  // a BOS, which renders as nothing).
+  bool strip = strip_leading_space && v_.add_space_prefix;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t id = ids[i];
+    if (!v_.valid(id) || (v_.attrs[id] & (ATTR_CONTROL | ATTR_UNKNOWN))) continue;
+    std::string_view p = pieces_[id];
+    if (p.empty()) continue;
+    if (strip && p[0] == ' ') p.remove_prefix(1);
+    strip = false;
+    out.append(p.data(), p.size());
+  }
+  return out;
+}
+
+TokenType VocabTokenizer::token_type(int32_t id) const {
+  if (!v_.valid(id)) return TokenType::UNDEFINED;
+  const uint16_t a = v_.attrs[id];
+  if (a & ATTR_CONTROL) return TokenType::CONTROL;
+  if (a & ATTR_USER_DEFINED) return TokenType::USER_DEFINED;
+  if (a & ATTR_UNKNOWN) return TokenType::UNKNOWN;
+  if (a & ATTR_BYTE) return TokenType::BYTE;
+  if (a & ATTR_UNUSED) return TokenType::UNUSED;
+  if (a & ATTR_NORMAL) return TokenType::NORMAL;
+  return TokenType::UNDEFINED;
+}
+
+int32_t VocabTokenizer::find_token(std::string_view text) const {
+  const int32_t id = v_.index.find(text);
+  return v_.valid(id) ? id : -1;
+}
+
+}  // namespace brisk::tok
