@@ -40,7 +40,7 @@ int cmd_run(int argc, char** argv) {
     ("top-k", "keep the k most likely tokens (0 = off)", cxxopts::value<int>()->default_value("40"))
     ("top-p", "keep the smallest set with this probability mass (1 = off)", cxxopts::value<float>()->default_value("0.95"))
     ("min-p", "drop tokens below min-p x the top probability (0 = off)", cxxopts::value<float>()->default_value("0.05"))
-    ("repeat-penalty", "penalty for recently seen tokens (1 = off)", cxxopts::value<float>()->default_value("1.1"))
+    ("repeat-penalty", "penalty for recently seen tokens (1 = off)", cxxopts::value<float>()->default_value("1.0"))
     ("repeat-last-n", "how many recent tokens the penalty looks at", cxxopts::value<int>()->default_value("64"))
     ("seed", "random seed (same seed, same text)", cxxopts::value<uint64_t>()->default_value("0"))
     ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))

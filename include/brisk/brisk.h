@@ -209,7 +209,7 @@ typedef struct brisk_sampler_options {
   int32_t top_k;         /* <= 0: off. Default 40 */
   float top_p;           /* >= 1: off. Default 0.95 */
   float min_p;           /* <= 0: off. Default 0.05 */
-  float repeat_penalty;  /* 1: off. Default 1.1 */
+  float repeat_penalty;  /* 1: off. Default 1 (off) */
   int32_t repeat_last_n; /* tokens looked back for the penalty. Default 64 */
   uint64_t seed;         /* same seed, same model, same prompt: same text. Default 0 */
 } brisk_sampler_options;

@@ -14,7 +14,7 @@ struct SamplerParams {
   int top_k = 40;
   float top_p = 0.95f;
   float min_p = 0.05f;
-  float repeat_penalty = 1.1f;
+  float repeat_penalty = 1.0f;  // off, as llama.cpp defaults
   int repeat_last_n = 64;
   uint64_t seed = 0;
 };
