@@ -50,6 +50,7 @@ int cmd_run(int argc, char** argv) {
     ("cache-type-v", "KV cache type for values: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
     ("no-pin", "do not pin threads to cores")
     ("ignore-eos", "keep generating after the end-of-sequence token")
+    ("verify", "check the model's embedded checksums before running")
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
@@ -85,7 +86,10 @@ int cmd_run(int argc, char** argv) {
   if (args.count("file") && !read_file("run", args["file"].as<std::string>(), &prompt)) return 1;
 
   brisk_model* model = nullptr;
-  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), nullptr, &model);
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  mo.verify = args.count("verify") ? 1 : 0;
+  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), &mo, &model);
   if (st != BRISK_OK) return report("run", st);
 
   std::signal(SIGINT, on_sigint);

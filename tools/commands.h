@@ -4,4 +4,8 @@
 namespace brisk::tools {
 int cmd_run(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
+int cmd_convert(int argc, char** argv);
+int cmd_verify(int argc, char** argv);
+int cmd_pack(int argc, char** argv);
+int cmd_unpack(int argc, char** argv);
 }
