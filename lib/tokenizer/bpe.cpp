@@ -42,7 +42,7 @@ class BpeTokenizer final : public VocabTokenizer {
   }
 
  protected:
-  void encode_fragment(std::string_view text, bool, std::vector<int32_t>& out) const override {
+  void encode_fragment(std::string_view text, bool, bool, std::vector<int32_t>& out) const override {
     std::string clean;
     if (!utf8_valid(text)) {
       clean = utf8_sanitize(text);
