@@ -153,5 +153,9 @@ TEST_CASE("HF loader errors are clear", "[tokenizer]") {
   CHECK(code_of(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})") == BRISK_ERR_UNSUPPORTED);
   CHECK(code_of(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})") == BRISK_ERR_BAD_FORMAT);
   CHECK(code_of("{not json") == BRISK_ERR_BAD_FORMAT);
+  CHECK(code_of(R"({"model": 5})") == BRISK_ERR_BAD_FORMAT);
+  CHECK(code_of(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": 7, "added_tokens": 3}})") == BRISK_ERR_BAD_FORMAT);
+  CHECK(code_of(R"({"model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": [{"id": 1, "content": 2}]})") ==
+        BRISK_ERR_BAD_FORMAT);
   CHECK(code_of("/no/such/tokenizer.json") == BRISK_ERR_NOT_FOUND);
 }

@@ -151,7 +151,19 @@ std::optional<std::string> token_name(const json& cfg, const char* key) {
 
 }  // namespace
 
+HfConfig parse_hf_impl(const std::string& path_or_text);
+
 HfConfig parse_hf(const std::string& path_or_text) {
+  // Any byte string is acceptable input (fuzzers feed JSON text here): a
+  // value of the wrong JSON type anywhere is a format error, not a crash.
+  try {
+    return parse_hf_impl(path_or_text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(BRISK_ERR_BAD_FORMAT, std::string("tokenizer.json: unexpected structure: ") + e.what());
+  }
+}
+
+HfConfig parse_hf_impl(const std::string& path_or_text) {
   std::string text;
   std::filesystem::path dir;
   const size_t first = path_or_text.find_first_not_of(" \t\r\n");
@@ -164,7 +176,7 @@ HfConfig parse_hf(const std::string& path_or_text) {
     dir = p.parent_path();
   }
   const json j = parse_json(text, "tokenizer.json");
-  if (!j.is_object() || !j.contains("model")) bad("no \"model\"");
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) bad("no \"model\" object");
   const json& m = j["model"];
   const std::string mtype = str_or(m, "type", m.contains("merges") ? "BPE" : "");
   if (mtype != "BPE") unsupported("model type '" + mtype + "' (brisk implements BPE)");
