@@ -83,9 +83,15 @@ class SpmTokenizer final : public VocabTokenizer {
       tokenize(w, out);
       cache.insert(w, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
     };
-    for (size_t p = s.find(kSpace, 1); p != std::string::npos; p = s.find(kSpace, p + kSpace.size())) {
-      if (p >= kSpace.size() && s.compare(p - kSpace.size(), kSpace.size(), kSpace) == 0) continue;
-      flush(p);
+    // Cut only where llama.cpp's symbol split (by lead byte, see tokenize)
+    // has a boundary: with invalid UTF-8 a symbol can swallow a U+2581.
+    bool prev_space = true;
+    for (size_t p = 0; p < s.size();) {
+      const size_t len = std::min(utf8_len_lead(static_cast<uint8_t>(s[p])), s.size() - p);
+      const bool space = len == kSpace.size() && s.compare(p, len, kSpace) == 0;
+      if (space && !prev_space) flush(p);
+      prev_space = space;
+      p += len;
     }
     flush(s.size());
   }
