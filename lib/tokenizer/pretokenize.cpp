@@ -136,20 +136,17 @@ const char* const kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^
 
 namespace {
 
-// llama.cpp runs the GPT-2 and Llama 3 regexes through hand-written
-// splitters (unicode_regex_split_custom_*) that differ from the regex in one
-// way: a code point without a Unicode category (unassigned, \p{Cn}) is never
-// part of the [^\s\p{L}\p{N}]+ run; it becomes a word of its own. The
-// patterns below encode that. Llama 3's (?i:'s|...) is spelt out without
-// (?i): PCRE2 would also fold U+017F to 's', which llama.cpp does not.
+// Llama 3's (?i:'s|...) is spelt out without (?i), as llama.cpp does: PCRE2
+// would also fold U+017F to 's'. (llama.cpp runs this and GPT-2's regex
+// through hand-written splitters; they agree with the regex, which the
+// libllama parity test checks, unassigned code points included.)
 const char* const kLlama3Regex =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}\p{Cn}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+|\p{Cn})";
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kQwen2Regex =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-// GPT-2's regex as llama.cpp's splitter applies it (see above; its final
-// \s+ is implied by the splitter).
-const char* const kGpt2RegexLlamaCpp =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}\p{Cn}]+|\s+(?!\S)|\s+|\p{Cn})";
+// GPT-2's regex as llama.cpp lists it (no final \s+: the gap it leaves is
+// kept as a word anyway, so the words are the same).
+const char* const kGpt2RegexLlamaCpp = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 // DeepSeek LLM's letter class: the cased letters (Lu, Ll, Lt) as ranges,
 // exactly as its tokenizer.json spells them (canonical singletons such as
 // U+2126 OHM SIGN and U+212A KELVIN SIGN included).
