@@ -1,7 +1,9 @@
 // Special tokens, end-of-generation, and inputs that must never break the
 // tokenizer: invalid UTF-8, empty text, huge lines, broken vocabularies.
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <ctime>
+#include <thread>
 #include <random>
 
 #include "core/error.h"
@@ -219,4 +221,22 @@ TEST_CASE("Broken vocabularies give defined results or clear errors", "[tokenize
   bad = s;
   bad.scores.resize(2);
   CHECK(code_of([&] { Tokenizer::from_vocab(bad); }) == BRISK_ERR_BAD_FORMAT);
+}
+
+TEST_CASE("A tokenizer is safe to share between threads", "[tokenizer]") {
+  BRISK_TEST_FILE(path, "models/vocab-tests/ggml-vocab-qwen2.gguf");
+  BRISK_TEST_FILE(text_path, "data/tinyshakespeare.txt");
+  auto tok = load(path);
+  const auto lines = read_lines(text_path, 2000);
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& l : lines) expected.push_back(tok->encode(l, true, true));
+  std::atomic<int> bad{0};
+  auto work = [&] {
+    for (size_t i = 0; i < lines.size(); ++i)
+      if (tok->encode(lines[i], true, true) != expected[i]) ++bad;
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  CHECK(bad == 0);
 }
