@@ -57,8 +57,9 @@ class SpmTokenizer final : public VocabTokenizer {
       else
         s += c;
     }
+    Scratch sc;
     if (!split_words_) {
-      tokenize(s, out);
+      tokenize(s, sc, out);
       return;
     }
     WordCache cache;
@@ -70,7 +71,7 @@ class SpmTokenizer final : public VocabTokenizer {
       if (w.empty()) return;
       // The memo only pays off once words start repeating.
       if (++n_words < 64) {
-        tokenize(w, out);
+        tokenize(w, sc, out);
         return;
       }
       const uint64_t h = hash_bytes(w.data(), w.size());
@@ -80,7 +81,7 @@ class SpmTokenizer final : public VocabTokenizer {
         return;
       }
       const size_t before = out.size();
-      tokenize(w, out);
+      tokenize(w, sc, out);
       cache.insert(w, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
     };
     // Cut only where llama.cpp's symbol split (by lead byte, see tokenize)
@@ -126,10 +127,16 @@ class SpmTokenizer final : public VocabTokenizer {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 
-  void tokenize(std::string_view s, std::vector<int32_t>& out) const {
-    if (s.empty()) return;
+  // Per-call buffers, reused across the words of one encode().
+  struct Scratch {
     std::vector<Sym> sym;
-    sym.reserve(s.size());
+    std::vector<Bigram> heap;
+  };
+
+  void tokenize(std::string_view s, Scratch& sc, std::vector<int32_t>& out) const {
+    if (s.empty()) return;
+    std::vector<Sym>& sym = sc.sym;
+    sym.clear();
     // Split by the lead byte's length without validation, like llama.cpp:
     // an invalid sequence becomes a symbol that is not a token -> bytes.
     for (size_t off = 0; off < s.size();) {
@@ -139,8 +146,8 @@ class SpmTokenizer final : public VocabTokenizer {
                      static_cast<uint32_t>(len)});
       off += len;
     }
-    std::vector<Bigram> heap;
-    heap.reserve(sym.size());
+    std::vector<Bigram>& heap = sc.heap;
+    heap.clear();
     auto try_add = [&](int32_t l, int32_t r) {
       if (l < 0 || r < 0) return;
       const uint32_t size = sym[l].n + sym[r].n;
