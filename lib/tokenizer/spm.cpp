@@ -6,6 +6,7 @@
 // Symbols that end up not being tokens are emitted as <0xNN> byte tokens.
 #include <algorithm>
 
+#include "tokenizer/bpe_core.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
 
@@ -26,11 +27,27 @@ class SpmTokenizer final : public VocabTokenizer {
       if (id < 0) id = find_token(std::string_view(reinterpret_cast<const char*>(&b), 1));
       byte_token_[b] = id >= 0 ? id : v_.unk;
     }
+    // Runs of text can be tokenized separately when no token can span the
+    // cut; cutting before each U+2581 that follows another character is safe
+    // when no token has U+2581 after a non-U+2581 character (true of
+    // SentencePiece vocabularies, whose pieces only start with spaces).
+    // Same result, but each run's heap is small and repeated words are
+    // memoized.
+    split_words_ = true;
+    for (int32_t id = 0; id < v_.n_tokens && split_words_; ++id) {
+      std::string_view t = v_.text(id);
+      for (size_t p = t.find(kSpace, 1); p != std::string_view::npos; p = t.find(kSpace, p + 1)) {
+        if (p < kSpace.size() || t.compare(p - kSpace.size(), kSpace.size(), kSpace) != 0) {
+          split_words_ = false;
+          break;
+        }
+      }
+    }
     build_piece_cache();
   }
 
  protected:
-  void encode_fragment(std::string_view text, bool after_special, std::vector<int32_t>& out) const override {
+  void encode_fragment(std::string_view text, bool after_special, bool, std::vector<int32_t>& out) const override {
     std::string s;
     s.reserve(text.size() + text.size() / 2 + 3);
     if (v_.add_space_prefix && after_special) s += kSpace;
@@ -40,7 +57,44 @@ class SpmTokenizer final : public VocabTokenizer {
       else
         s += c;
     }
-    tokenize(s, out);
+    Scratch sc;
+    if (!split_words_) {
+      tokenize(s, sc, out);
+      return;
+    }
+    WordCache cache;
+    size_t n_words = 0;
+    size_t start = 0;
+    auto flush = [&](size_t end) {
+      std::string_view w(s.data() + start, end - start);
+      start = end;
+      if (w.empty()) return;
+      // The memo only pays off once words start repeating.
+      if (++n_words < 64) {
+        tokenize(w, sc, out);
+        return;
+      }
+      const uint64_t h = hash_bytes(w.data(), w.size());
+      uint32_t n = 0;
+      if (const int32_t* ids = cache.find(w, h, &n)) {
+        out.insert(out.end(), ids, ids + n);
+        return;
+      }
+      const size_t before = out.size();
+      tokenize(w, sc, out);
+      cache.insert(w, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
+    };
+    // Cut only where llama.cpp's symbol split (by lead byte, see tokenize)
+    // has a boundary: with invalid UTF-8 a symbol can swallow a U+2581.
+    bool prev_space = true;
+    for (size_t p = 0; p < s.size();) {
+      const size_t len = std::min(utf8_len_lead(static_cast<uint8_t>(s[p])), s.size() - p);
+      const bool space = len == kSpace.size() && s.compare(p, len, kSpace) == 0;
+      if (space && !prev_space) flush(p);
+      prev_space = space;
+      p += len;
+    }
+    flush(s.size());
   }
 
   std::string normal_piece(int32_t id) const override {
@@ -73,10 +127,16 @@ class SpmTokenizer final : public VocabTokenizer {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 
-  void tokenize(const std::string& s, std::vector<int32_t>& out) const {
-    if (s.empty()) return;
+  // Per-call buffers, reused across the words of one encode().
+  struct Scratch {
     std::vector<Sym> sym;
-    sym.reserve(s.size());
+    std::vector<Bigram> heap;
+  };
+
+  void tokenize(std::string_view s, Scratch& sc, std::vector<int32_t>& out) const {
+    if (s.empty()) return;
+    std::vector<Sym>& sym = sc.sym;
+    sym.clear();
     // Split by the lead byte's length without validation, like llama.cpp:
     // an invalid sequence becomes a symbol that is not a token -> bytes.
     for (size_t off = 0; off < s.size();) {
@@ -86,8 +146,8 @@ class SpmTokenizer final : public VocabTokenizer {
                      static_cast<uint32_t>(len)});
       off += len;
     }
-    std::vector<Bigram> heap;
-    heap.reserve(sym.size());
+    std::vector<Bigram>& heap = sc.heap;
+    heap.clear();
     auto try_add = [&](int32_t l, int32_t r) {
       if (l < 0 || r < 0) return;
       const uint32_t size = sym[l].n + sym[r].n;
@@ -129,6 +189,7 @@ class SpmTokenizer final : public VocabTokenizer {
   }
 
   int32_t byte_token_[256];
+  bool split_words_ = false;
 };
 
 }  // namespace
