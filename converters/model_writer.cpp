@@ -79,8 +79,12 @@ void write_model(gguf::Writer& w, const std::vector<PlannedTensor>& plan, Tensor
     w.add_tensor(t.name, t.type, t.ne);
     total += row_bytes(t.src_type, t.ne[0]) * static_cast<uint64_t>(n_rows(t));
     if (t.ne.size() > 1 && t.type != wanted) {
+      // F16 after a K-quant means not even the 32-block fallback fitted.
+      const std::string blocks = t.type == TensorType::F16 && type_traits(wanted).block_size == 256
+                                     ? "256 nor of 32"
+                                     : std::to_string(type_traits(wanted).block_size);
       auto& f = fallbacks[std::string(type_name(t.type)) + " (row length " + std::to_string(t.ne[0]) +
-                          " is not a multiple of " + std::to_string(type_traits(wanted).block_size) + ")"];
+                          " is not a multiple of " + blocks + ")"];
       if (f.first++ == 0) f.second = t.name;
     }
   }
