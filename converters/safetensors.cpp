@@ -60,8 +60,8 @@ StHeader parse_safetensors(const uint8_t* data, size_t size, const std::string& 
   if (size < 8) bad(name, "only " + std::to_string(size) + " bytes");
   uint64_t n;
   std::memcpy(&n, data, 8);
-  if (n > size - 8) bad(name, "header length " + std::to_string(n) + " runs past the end of the " + std::to_string(size) + "-byte file");
   if (n > kMaxSafetensorsHeader) bad(name, "header length " + std::to_string(n) + " is above the 100 MiB limit");
+  if (n > size - 8) bad(name, "header length " + std::to_string(n) + " runs past the end of the " + std::to_string(size) + "-byte file");
   StHeader h;
   h.data_start = 8 + n;
   const uint64_t data_size = size - h.data_start;

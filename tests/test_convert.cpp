@@ -65,7 +65,7 @@ TEST_CASE("convert: HF F32 folder gives stories260K.gguf's tensors byte for byte
   CHECK(gv.token_types == rv.token_types);
 }
 
-TEST_CASE("convert: HF F16 folder gives stories260K-f16.gguf's matrices; norms are the F16 values", "[convert]") {
+TEST_CASE("convert: HF F16 folder gives stories260K-f16.gguf's matrices, norms are the F16 values", "[convert]") {
   BRISK_TEST_FILE(dir, "models/stories260K-hf-f16");
   BRISK_TEST_FILE(ref_path, "models/stories260K-f16.gguf");
   gguf::File got(test::convert_hf_to(dir, "hf-f16.gguf"));
