@@ -7,13 +7,13 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <memory>
 
 #include "bundle/manifest.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/gguf.h"
 
 namespace brisk::bundle {
@@ -21,8 +21,6 @@ namespace brisk::bundle {
 namespace {
 
 constexpr size_t kInChunk = size_t(4) << 20;
-// Decoder memory bound: 128 MiB windows, the largest pack() ever asks for.
-constexpr int kMaxWindowLog = 27;
 
 template <class T>
 void put(std::string& s, T v) {
@@ -31,9 +29,6 @@ void put(std::string& s, T v) {
 
 struct CCtxFree {
   void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-};
-struct DCtxFree {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 
 void zcheck(size_t r, const char* what) {
@@ -143,6 +138,7 @@ void pack(const std::string& in, const std::string& out, const PackOptions& o, c
       zcheck(remaining, "compress");
       file.write(buf.data(), output.pos);
     } while (last ? remaining != 0 : input.pos < input.size);
+    release_pages(src + pos, n);  // compressed: keep resident memory small
     pos += n;
     job.report(0.3 + 0.7 * static_cast<double>(pos) / static_cast<double>(std::max<uint64_t>(size, 1)), "compressing");
     if (last) break;

@@ -26,6 +26,9 @@ inline constexpr char kBundleMagic[8] = {'B', 'R', 'I', 'S', 'K', 'B', 'D', 'L'}
 inline constexpr uint32_t kBundleVersion = 1;
 inline constexpr size_t kBundleHeaderSize = 40;
 inline constexpr uint64_t kMaxManifestSize = uint64_t(64) << 20;
+// zstd window limit: pack() never asks for more, unpack refuses more (128 MiB
+// windows, what every zstd decoder accepts by default).
+inline constexpr int kMaxWindowLog = 27;
 
 // A contiguous byte range of the GGUF file and its XXH3-128.
 struct Segment {

@@ -19,8 +19,6 @@ namespace brisk::bundle {
 
 namespace {
 
-constexpr int kMaxWindowLog = 27;
-
 class FileSource : public ByteSource {
  public:
   explicit FileSource(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "rb")) {
