@@ -1,6 +1,9 @@
 // Checksum manifests and .brisk bundles: every flipped byte is found and
 // named; damaged or truncated bundles never leave an output file.
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <set>
 
 #include "bundle/hash.h"
@@ -363,4 +366,40 @@ TEST_CASE("bundle: long-distance matching turns on where a tensor is stored twic
   uint64_t msize;
   std::memcpy(&msize, bytes.data() + 16, 8);
   CHECK_FALSE(bundle::BundleManifest::from_json(bytes.substr(40, msize)).long_distance);
+}
+
+TEST_CASE("cli: convert, verify, pack and unpack exit codes and output", "[bundle]") {
+  const char* bin = std::getenv("BRISK_BIN");
+  if (!bin || !*bin) {
+    WARN("skipped: BRISK_BIN is not set (ctest sets it)");
+    return;
+  }
+  BRISK_TEST_FILE(model_bin, "models/stories260K.bin");
+  BRISK_TEST_FILE(tok, "models/tok512.bin");
+  BRISK_TEST_FILE(plain, "models/stories260K.gguf");
+  const std::string d = scratch_dir().string(), b = bin;
+  auto run = [&](const std::string& args, std::string* out = nullptr) {
+    const std::string cmd = b + " " + args + " > " + d + "/cli.out 2> " + d + "/cli.err";
+    const int rc = std::system(cmd.c_str());
+    if (out) *out = test::file_bytes(d + "/cli.out");
+    INFO(cmd << "\nstderr: " << test::file_bytes(d + "/cli.err"));
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  std::string out;
+  CHECK(run("convert --from-llama2c " + model_bin + " --tokenizer " + tok + " -o " + d + "/cli.gguf") == 0);
+  CHECK(run("verify " + d + "/cli.gguf", &out) == 0);
+  CHECK(out == "OK " + d + "/cli.gguf\n");
+  CHECK(run("verify " + plain, &out) == 1);
+  CHECK(out == "NO MANIFEST " + plain + "\n");
+  CHECK(run("pack " + d + "/cli.gguf -o " + d + "/cli.brisk --level 5") == 0);
+  CHECK(run("verify " + d + "/cli.brisk", &out) == 0);
+  CHECK(run("unpack " + d + "/cli.brisk -o " + d + "/cli2.gguf") == 0);
+  CHECK(test::file_bytes(d + "/cli2.gguf") == test::file_bytes(d + "/cli.gguf"));
+  std::string bytes = test::file_bytes(d + "/cli.gguf");
+  bytes[bytes.size() - 10] ^= 1;  // inside the last tensor, blk.4.ffn_norm.weight
+  test::write_bytes(d + "/cli.gguf", bytes);
+  CHECK(run("verify " + d + "/cli.gguf", &out) == 1);
+  CHECK(out.find("MISMATCH tensor 'blk.4.ffn_norm.weight'") == 0);
+  CHECK(run("convert " + d + "/no-such-dir -o " + d + "/x.gguf") == 1);
+  CHECK(run("convert") == 2);
 }
