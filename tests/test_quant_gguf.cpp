@@ -195,6 +195,4 @@ TEST_CASE("logstories: Q4_K/Q6_K (Q4_K_M), Q8_0, Q4_0, F16 bytes equal llama-qua
   CHECK(c40[2] > 0);
   auto c16 = check_file(f32, TinyGguf(f16_path), {TensorType::F16});
   CHECK(c16[1] > 0);
-  for (auto& [t, n] : km) WARN("q4_k_m: " << brisk::type_traits(t).name << " x" << n);
-  for (auto& [t, n] : c40) WARN("q4_0: " << brisk::type_traits(t).name << " x" << n);
 }
