@@ -1,0 +1,62 @@
+// Rank-based BPE merging shared by the GGUF byte-level tokenizer and the
+// Hugging Face tokenizer: merges are keyed by the ids of their two sides
+// (strings interned in the vocabulary's TextIndex, so a lookup is one hash of
+// two integers), and a word is merged with a priority queue over adjacent
+// pairs (lowest rank first, then leftmost), as llama.cpp and HF do. That is
+// O(n log n) in the word length, so one huge pre-token is not quadratic.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace brisk::tok {
+
+// One symbol of a word being merged: bytes [off, off+n) of the word, id of
+// its text in the TextIndex (-1 if the text is not known: it never merges).
+struct BpeSym {
+  int32_t prev, next, id;
+  uint32_t off, n;
+};
+
+class BpeMerges {
+ public:
+  // Adds merge (a, b) with the given rank, interning a, b and a+b into
+  // `index`. A repeated pair keeps its first (best) rank.
+  void add(TextIndex& index, std::string_view a, std::string_view b, int32_t rank);
+  size_t size() const { return count_; }
+
+  // Merges the linked list of symbols in place (symbols start linked in
+  // order, index i covering its own bytes). `heap` is scratch space.
+  struct Bigram {
+    int32_t rank, left, right, result;
+    uint32_t size;
+  };
+  void merge(std::vector<BpeSym>& syms, std::vector<Bigram>& heap) const;
+
+ private:
+  struct Slot {
+    uint64_t key;
+    int32_t rank;   // -1 = empty slot
+    int32_t result;
+  };
+  const Slot* find(int32_t a, int32_t b) const;
+  void grow();
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+};
+
+// GPT-2's reversible byte <-> printable-character map (bytes_to_unicode).
+struct ByteMap {
+  ByteMap();
+  uint32_t byte_to_cp[256];
+  std::string byte_to_utf8[256];
+  int16_t cp_to_byte[324];  // -1 where the code point is not a mapped byte
+  // Token text (mapped characters) -> raw bytes; characters outside the map
+  // are kept as they are.
+  std::string decode(std::string_view mapped) const;
+};
+const ByteMap& byte_map();
+
+}  // namespace brisk::tok
