@@ -4,8 +4,10 @@
 // weight, so the weights only steer the choice of scale. We therefore try a
 // handful of scales around the range-based one, refine each by weighted least
 // squares, round it as it will be stored, re-pick the levels for the stored
-// value and keep whichever gives the smallest weighted error. Scales are also
-// anchored on the extreme among the "important" elements only, which lets an
+// value and keep whichever gives the smallest weighted error; the winner is
+// then polished by alternating "levels for this scale" and "least-squares
+// scale for these levels" while that still helps. Scales are also anchored
+// on the extreme among the "important" elements only, which lets an
 // unimportant outlier be clipped instead of stretching the whole grid.
 #include <algorithm>
 #include <cmath>
