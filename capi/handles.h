@@ -2,9 +2,11 @@
 #pragma once
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "brisk/brisk.h"
 #include "guard.h"
+#include "engine/engine.h"
 #include "engine/session.h"
 #include "model/model.h"
 #include "sample/sampler.h"
@@ -18,6 +20,19 @@ struct brisk_session {
   const brisk_model* owner;
   brisk_session_options options;
   std::unique_ptr<brisk::Session> session;
+};
+
+struct brisk_engine {
+  const brisk_model* owner;
+  brisk_engine_options options;
+  std::unique_ptr<brisk::Engine> engine;
+  std::vector<brisk_sequence*> sequences;  // freed with the engine
+};
+
+struct brisk_sequence {
+  brisk_engine* owner;
+  brisk::Sequence* seq;
+  brisk_generate_options gen;  // keeps the callback and its user_data
 };
 
 struct brisk_sampler {

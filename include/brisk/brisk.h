@@ -254,6 +254,75 @@ BRISK_API brisk_status brisk_generate(brisk_session *session, brisk_sampler *sam
                                       const brisk_generate_options *options,
                                       size_t *n_generated, brisk_stop_reason *stop_reason);
 
+/* ---- engine: many sequences per weight read --------------------------- */
+/* An engine owns a thread pool, a KV cache with n_seq_max slots and a
+ * scheduler. Each brisk_engine_step() runs ONE forward pass over the work of
+ * every sequence (a decode token for each generating sequence, plus prompt
+ * chunks up to n_batch tokens), so each weight is read once for all of them.
+ * Sequences join and leave between steps; a finished sequence gives its slot
+ * back at once. An engine and its sequences belong to one thread at a time;
+ * token callbacks run on that thread, inside brisk_engine_step(). */
+typedef struct brisk_engine brisk_engine;
+typedef struct brisk_sequence brisk_sequence;
+
+typedef struct brisk_engine_options {
+  uint32_t struct_size;
+  uint32_t n_ctx;        /* per sequence; 0: model's training context, at most 4096 */
+  uint32_t n_seq_max;    /* sequences that can exist at once. Default 8 */
+  uint32_t n_threads;    /* 0: one per physical core */
+  uint32_t n_batch;      /* most tokens per step. Default 512 */
+  int32_t cache_type_k;  /* BRISK_TYPE_AUTO (default), F32, F16, Q8_0, Q4_0 */
+  int32_t cache_type_v;
+  int32_t no_pin;        /* non-zero: do not pin threads to cores */
+  const char *cpu_list;  /* e.g. "0,2,4,6": pin thread i to the i-th CPU. NULL: one per physical core */
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  /* Memory the engine may plan for, in bytes; 0: what the machine has
+   * available. Creation fails with BRISK_ERR_OUT_OF_MEMORY and a message
+   * giving the numbers and the largest parallel/context that would fit. */
+  uint64_t memory_budget;
+} brisk_engine_options;
+
+typedef enum brisk_sequence_state {
+  BRISK_SEQ_IDLE = 0,       /* evaluated everything it was given; not generating */
+  BRISK_SEQ_PREFILL = 1,    /* prompt tokens still to evaluate */
+  BRISK_SEQ_GENERATING = 2,
+  BRISK_SEQ_FINISHED = 3    /* see brisk_sequence_stop_reason(); its slot is free */
+} brisk_sequence_state;
+
+BRISK_API void brisk_engine_options_init(brisk_engine_options *options);
+BRISK_API brisk_status brisk_engine_create(const brisk_model *model, const brisk_engine_options *options,
+                                           brisk_engine **out_engine);
+/* Frees the engine and every sequence still attached to it. */
+BRISK_API void brisk_engine_free(brisk_engine *engine);
+/* "2 threads, pinned to cores 0,1 (cpus 0,1); 8 slots x 2048 tokens; KV f16/f16 (...)" */
+BRISK_API brisk_status brisk_engine_describe(const brisk_engine *engine, char *buf, size_t cap, size_t *needed);
+/* One forward pass over all ready work; *n_active (may be NULL) receives the
+ * number of sequences that still have work. */
+BRISK_API brisk_status brisk_engine_step(brisk_engine *engine, uint32_t *n_active);
+
+/* A new, empty sequence in a free slot (BRISK_ERR_OUT_OF_MEMORY if none). */
+BRISK_API brisk_status brisk_sequence_create(brisk_engine *engine, brisk_sequence **out_sequence);
+/* A new sequence whose context is a copy of src's (src must be idle): a
+ * shared system prompt is evaluated once and forked per request. */
+BRISK_API brisk_status brisk_sequence_fork(const brisk_sequence *src, brisk_sequence **out_sequence);
+BRISK_API void brisk_sequence_free(brisk_sequence *sequence);
+/* Queues tokens to evaluate in coming steps. */
+BRISK_API brisk_status brisk_sequence_add_tokens(brisk_sequence *sequence, const int32_t *tokens, size_t n_tokens);
+/* Tokenizes text (flags as brisk_tokenize) and queues the tokens. */
+BRISK_API brisk_status brisk_sequence_add_text(brisk_sequence *sequence, const char *text, size_t len,
+                                               uint32_t flags);
+/* After the queued tokens, generate with these settings (options may be NULL
+ * for defaults); tokens are reported through options->token_fn during steps. */
+BRISK_API brisk_status brisk_sequence_generate(brisk_sequence *sequence, const brisk_sampler_options *sampling,
+                                               const brisk_generate_options *options);
+BRISK_API brisk_sequence_state brisk_sequence_get_state(const brisk_sequence *sequence);
+BRISK_API brisk_stop_reason brisk_sequence_stop_reason(const brisk_sequence *sequence);
+BRISK_API uint32_t brisk_sequence_position(const brisk_sequence *sequence);
+/* The tokens generated so far. */
+BRISK_API brisk_status brisk_sequence_generated(const brisk_sequence *sequence, int32_t *tokens, size_t cap,
+                                                size_t *needed);
+
 /* ---- synthetic models -------------------------------------------------- */
 /* Random weights in the shape of a real model, for benchmarks and tests. */
 typedef struct brisk_synthesize_options {

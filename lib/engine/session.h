@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor_type.h"
+#include "engine/common.h"
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -28,11 +29,6 @@ struct SessionOptions {
   AbortCheck abort = nullptr;
   void* abort_ctx = nullptr;
 };
-
-enum class StopReason { max_tokens, eos, callback, context_full };
-
-// The cache type used when none is asked for (see SessionOptions).
-TensorType default_cache_type(const Model& model);
 
 class Session {
  public:
