@@ -137,6 +137,9 @@ struct KTile {
   size_t act_stride;
   float* out;
   size_t out_stride;
+  size_t pf_dist;  // prefetch this many bytes ahead of each row (next rows)
+
+  static constexpr int kBlockBytes = T == KType::q4_k ? 144 : T == KType::q5_k ? 176 : 210;
 
   template <int R, int C>
   void run(int r0, int c0) {
@@ -150,6 +153,7 @@ struct KTile {
     for (int64_t i = 0; i < nb; ++i) {
       for (int r = 0; r < R; ++r) {
         const uint8_t* row = w + static_cast<size_t>(r0 + r) * w_stride;
+        prefetch_bytes<kBlockBytes>(row + pf_dist + i * kBlockBytes);
         KBlock kb;
         if constexpr (T == KType::q4_k) {
           const auto* b = reinterpret_cast<const BlockQ4_K*>(row) + i;
@@ -187,8 +191,9 @@ struct KTile {
 template <KType T>
 void gemm_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
             int ncols, float* out, size_t out_stride) {
+  // Prefetch 8 rows ahead: the row group after the next (see common.h).
   KTile<T> t{k / QK_K, static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(act),
-             act_stride, out, out_stride};
+             act_stride, out, out_stride, 8 * w_stride};
   if (ncols == 1) {
     for_each_tile<4, 1>(t, nrows, ncols);
   } else {
