@@ -51,7 +51,24 @@ class BpeTokenizer final : public VocabTokenizer {
     std::vector<Span> words;
     split_.split(text, words);
     Scratch s;
-    for (const Span& w : words) encode_word(text.substr(w.begin, w.end - w.begin), s, out);
+    // Short texts (a chat turn) gain nothing from the memo; skip its setup.
+    const bool use_cache = words.size() >= 64;
+    for (const Span& w : words) {
+      std::string_view word = text.substr(w.begin, w.end - w.begin);
+      if (word.size() == 1 || !use_cache) {
+        encode_word(word, s, out);
+        continue;
+      }
+      const uint64_t h = hash_bytes(word.data(), word.size());
+      uint32_t n = 0;
+      if (const int32_t* ids = s.cache.find(word, h, &n)) {
+        out.insert(out.end(), ids, ids + n);
+        continue;
+      }
+      const size_t before = out.size();
+      encode_word(word, s, out);
+      s.cache.insert(word, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
+    }
   }
 
   std::string normal_piece(int32_t id) const override { return byte_map().decode(v_.text(id)); }
@@ -61,6 +78,7 @@ class BpeTokenizer final : public VocabTokenizer {
     std::vector<BpeSym> syms;
     std::vector<BpeMerges::Bigram> heap;
     std::string mapped;
+    WordCache cache;
   };
 
   void emit_bytes(std::string_view bytes, std::vector<int32_t>& out) const {

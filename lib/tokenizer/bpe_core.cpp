@@ -1,6 +1,7 @@
 #include "tokenizer/bpe_core.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "tokenizer/utf8.h"
 
@@ -93,6 +94,43 @@ void BpeMerges::merge(std::vector<BpeSym>& syms, std::vector<Bigram>& heap) cons
     push(l.prev, bg.left);
     push(bg.left, l.next);
   }
+}
+
+const int32_t* WordCache::find(std::string_view w, uint64_t h, uint32_t* n) const {
+  if (slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (!s.text) return nullptr;
+    if (s.hash == h && s.len == w.size() && std::memcmp(s.text, w.data(), w.size()) == 0) {
+      *n = s.count;
+      return ids_.data() + s.begin;
+    }
+  }
+}
+
+void WordCache::grow() {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.assign(std::max<size_t>(256, old.size() * 2), Slot{0, nullptr, 0, 0, 0});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (!s.text) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].text) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+void WordCache::insert(std::string_view w, uint64_t h, const int32_t* ids, uint32_t n) {
+  if (w.empty()) return;
+  if ((used_ + 1) * 2 > slots_.size()) grow();
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].text) i = (i + 1) & mask;
+  slots_[i] = Slot{h, w.data(), static_cast<uint32_t>(w.size()), static_cast<uint32_t>(ids_.size()), n};
+  ids_.insert(ids_.end(), ids, ids + n);
+  ++used_;
 }
 
 ByteMap::ByteMap() {

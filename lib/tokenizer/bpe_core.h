@@ -47,6 +47,28 @@ class BpeMerges {
   size_t count_ = 0;
 };
 
+// Memo of word -> token ids for one encode call. Real text repeats its
+// words (Zipf), so most words skip merging entirely; keys are views into the
+// caller's text, so the cache must not outlive it. Not shared between calls
+// or threads: no locking, and a prompt cannot affect another's speed.
+class WordCache {
+ public:
+  // Ids previously stored for w, or nullptr.
+  const int32_t* find(std::string_view w, uint64_t h, uint32_t* n) const;
+  void insert(std::string_view w, uint64_t h, const int32_t* ids, uint32_t n);
+
+ private:
+  struct Slot {
+    uint64_t hash;
+    const char* text;  // nullptr = empty
+    uint32_t len, begin, count;
+  };
+  void grow();
+  std::vector<Slot> slots_;
+  std::vector<int32_t> ids_;
+  size_t used_ = 0;
+};
+
 // GPT-2's reversible byte <-> printable-character map (bytes_to_unicode).
 struct ByteMap {
   ByteMap();

@@ -6,6 +6,7 @@
 // Symbols that end up not being tokens are emitted as <0xNN> byte tokens.
 #include <algorithm>
 
+#include "tokenizer/bpe_core.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
 
@@ -26,6 +27,22 @@ class SpmTokenizer final : public VocabTokenizer {
       if (id < 0) id = find_token(std::string_view(reinterpret_cast<const char*>(&b), 1));
       byte_token_[b] = id >= 0 ? id : v_.unk;
     }
+    // Runs of text can be tokenized separately when no token can span the
+    // cut; cutting before each U+2581 that follows another character is safe
+    // when no token has U+2581 after a non-U+2581 character (true of
+    // SentencePiece vocabularies, whose pieces only start with spaces).
+    // Same result, but each run's heap is small and repeated words are
+    // memoized.
+    split_words_ = true;
+    for (int32_t id = 0; id < v_.n_tokens && split_words_; ++id) {
+      std::string_view t = v_.text(id);
+      for (size_t p = t.find(kSpace, 1); p != std::string_view::npos; p = t.find(kSpace, p + 1)) {
+        if (p < kSpace.size() || t.compare(p - kSpace.size(), kSpace.size(), kSpace) != 0) {
+          split_words_ = false;
+          break;
+        }
+      }
+    }
     build_piece_cache();
   }
 
@@ -40,7 +57,37 @@ class SpmTokenizer final : public VocabTokenizer {
       else
         s += c;
     }
-    tokenize(s, out);
+    if (!split_words_) {
+      tokenize(s, out);
+      return;
+    }
+    WordCache cache;
+    size_t n_words = 0;
+    size_t start = 0;
+    auto flush = [&](size_t end) {
+      std::string_view w(s.data() + start, end - start);
+      start = end;
+      if (w.empty()) return;
+      // The memo only pays off once words start repeating.
+      if (++n_words < 64) {
+        tokenize(w, out);
+        return;
+      }
+      const uint64_t h = hash_bytes(w.data(), w.size());
+      uint32_t n = 0;
+      if (const int32_t* ids = cache.find(w, h, &n)) {
+        out.insert(out.end(), ids, ids + n);
+        return;
+      }
+      const size_t before = out.size();
+      tokenize(w, out);
+      cache.insert(w, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
+    };
+    for (size_t p = s.find(kSpace, 1); p != std::string::npos; p = s.find(kSpace, p + kSpace.size())) {
+      if (p >= kSpace.size() && s.compare(p - kSpace.size(), kSpace.size(), kSpace) == 0) continue;
+      flush(p);
+    }
+    flush(s.size());
   }
 
   std::string normal_piece(int32_t id) const override {
@@ -73,7 +120,7 @@ class SpmTokenizer final : public VocabTokenizer {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 
-  void tokenize(const std::string& s, std::vector<int32_t>& out) const {
+  void tokenize(std::string_view s, std::vector<int32_t>& out) const {
     if (s.empty()) return;
     std::vector<Sym> sym;
     sym.reserve(s.size());
@@ -129,6 +176,7 @@ class SpmTokenizer final : public VocabTokenizer {
   }
 
   int32_t byte_token_[256];
+  bool split_words_ = false;
 };
 
 }  // namespace

@@ -162,19 +162,17 @@ Vocab build_vocab(const VocabData& d, const VocabDefaults& def) {
   v.add_space_prefix = d.add_space_prefix.value_or(def.add_space_prefix);
   v.chat_template = d.chat_template;
 
-  // Auto-detection by text, in id order (llama.cpp walks a hash map, so its
-  // choice among several candidates is arbitrary; ids are deterministic).
-  for (int32_t id = 0; id < v.n_tokens; ++id) {
-    std::string_view t = v.text(id);
-    if (v.eot < 0 && is_one_of(t, kEotTexts)) {
-      v.eot = id;
-      v.attrs[id] |= ATTR_CONTROL;
-    }
-    if (v.eom < 0 && t == "<|eom_id|>") {
-      v.eom = id;
-      v.attrs[id] |= ATTR_CONTROL;
-    }
-  }
+  // Auto-detection by text. llama.cpp walks a hash map, so when a vocabulary
+  // has several candidates its choice is arbitrary; we take the first in
+  // list order, so that Llama 3's EOT is <|eot_id|>, not <|end_of_text|>.
+  auto detect = [&](int32_t& slot, std::string_view t) {
+    const int32_t id = v.index.find(t);
+    if (slot >= 0 || id < 0 || id >= v.n_tokens) return;
+    slot = id;
+    v.attrs[id] |= ATTR_CONTROL;
+  };
+  for (std::string_view t : kEotTexts) detect(v.eot, t);
+  detect(v.eom, "<|eom_id|>");
   for (int32_t id = 0; id < v.n_tokens; ++id) {
     if ((v.attrs[id] & ATTR_CONTROL) && v.text(id).find("unused") != std::string_view::npos)
       v.attrs[id] |= ATTR_UNUSED;
