@@ -120,6 +120,10 @@ brisk_status brisk_engine_describe(const brisk_engine* e, char* buf, size_t cap,
   });
 }
 
+uint32_t brisk_engine_n_threads(const brisk_engine* e) {
+  return e ? static_cast<uint32_t>(e->engine->pool().size()) : 0;
+}
+
 brisk_status brisk_engine_step(brisk_engine* e, uint32_t* n_active) {
   if (n_active) *n_active = 0;
   return guard([&] {

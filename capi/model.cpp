@@ -50,6 +50,15 @@ brisk_status brisk_model_describe(const brisk_model* m, char* buf, size_t cap, s
   });
 }
 
+brisk_status brisk_model_weight_type(const brisk_model* m, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    copy_text_out(m->model->vocab_only() ? "" : m->model->main_weight_type(), buf, cap, needed);
+  });
+}
+
+uint64_t brisk_model_file_size(const brisk_model* m) { return m ? m->model->file().file_size() : 0; }
+
 brisk_status brisk_model_meta(const brisk_model* m, const char* key, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
     require(m, "model");

@@ -129,6 +129,10 @@ BRISK_API int32_t brisk_model_token_eos(const brisk_model *model); /* -1 if none
 /* One line such as "llama 5 layers, dim 64, vocab 512, f32, 1.2 MB". */
 BRISK_API brisk_status brisk_model_describe(const brisk_model *model, char *buf, size_t cap,
                                             size_t *needed);
+/* The type most of the model's matrix bytes are stored in, e.g. "q4_0". */
+BRISK_API brisk_status brisk_model_weight_type(const brisk_model *model, char *buf, size_t cap, size_t *needed);
+/* Size of the model file in bytes. */
+BRISK_API uint64_t brisk_model_file_size(const brisk_model *model);
 /* A metadata value rendered as text (strings as they are, numbers in decimal,
  * arrays as "[n items]"). BRISK_ERR_NOT_FOUND if the key is absent. */
 BRISK_API brisk_status brisk_model_meta(const brisk_model *model, const char *key, char *buf,
@@ -297,6 +301,8 @@ BRISK_API brisk_status brisk_engine_create(const brisk_model *model, const brisk
 BRISK_API void brisk_engine_free(brisk_engine *engine);
 /* "2 threads, pinned to cores 0,1 (cpus 0,1); 8 slots x 2048 tokens; KV f16/f16 (...)" */
 BRISK_API brisk_status brisk_engine_describe(const brisk_engine *engine, char *buf, size_t cap, size_t *needed);
+/* Threads the engine computes with (the calling thread included). */
+BRISK_API uint32_t brisk_engine_n_threads(const brisk_engine *engine);
 /* One forward pass over all ready work; *n_active (may be NULL) receives the
  * number of sequences that still have work. */
 BRISK_API brisk_status brisk_engine_step(brisk_engine *engine, uint32_t *n_active);
@@ -336,6 +342,10 @@ typedef struct brisk_synthesize_options {
 BRISK_API void brisk_synthesize_options_init(brisk_synthesize_options *options);
 /* Writes a GGUF file (atomically: temporary file, then rename). */
 BRISK_API brisk_status brisk_synthesize_model(const char *path, const brisk_synthesize_options *options);
+/* Makes a synthetic model in memory (a file on tmpfs that is unlinked once
+ * mapped, so nothing is left behind) and opens it. */
+BRISK_API brisk_status brisk_model_open_synthetic(const brisk_synthesize_options *synth,
+                                                  const brisk_model_options *options, brisk_model **out_model);
 /* The built-in shape names, comma-separated. */
 BRISK_API brisk_status brisk_synthetic_shapes(char *buf, size_t cap, size_t *needed);
 
