@@ -20,6 +20,7 @@ class BpeTokenizer final : public VocabTokenizer {
   BpeTokenizer(Vocab v, const VocabData& d, const PreTokenizerSpec& spec)
       : VocabTokenizer(std::move(v)), split_(spec.regexes), ignore_merges_(spec.ignore_merges) {
     const ByteMap& bm = byte_map();
+    merges_.reserve(d.merges.size());
     for (size_t i = 0; i < d.merges.size(); ++i) {
       std::string_view m = d.merges[i];
       // llama.cpp splits at the first space after the first character, so a
@@ -42,7 +43,7 @@ class BpeTokenizer final : public VocabTokenizer {
   }
 
  protected:
-  void encode_fragment(std::string_view text, bool, std::vector<int32_t>& out) const override {
+  void encode_fragment(std::string_view text, bool, bool, std::vector<int32_t>& out) const override {
     std::string clean;
     if (!utf8_valid(text)) {
       clean = utf8_sanitize(text);

@@ -19,10 +19,18 @@ inline size_t pair_hash(uint64_t k) {
 }
 }  // namespace
 
-void BpeMerges::grow() {
+void BpeMerges::reserve(size_t n) {
+  size_t cap = 64;
+  while (cap < n * 2) cap <<= 1;
+  if (cap > slots_.size()) grow_to(cap);
+}
+
+void BpeMerges::grow() { grow_to(std::max<size_t>(64, slots_.size() * 2)); }
+
+void BpeMerges::grow_to(size_t cap) {
   std::vector<Slot> old;
   old.swap(slots_);
-  slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{0, -1, -1});
+  slots_.assign(cap, Slot{0, -1, -1});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.rank < 0) continue;

@@ -26,6 +26,8 @@ class BpeMerges {
   // `index`. A repeated pair keeps its first (best) rank.
   void add(TextIndex& index, std::string_view a, std::string_view b, int32_t rank);
   size_t size() const { return count_; }
+  // Sizes the table for n merges (avoids rehashing while loading).
+  void reserve(size_t n);
 
   // Merges the linked list of symbols in place (symbols start linked in
   // order, index i covering its own bytes). `heap` is scratch space.
@@ -43,6 +45,7 @@ class BpeMerges {
   };
   const Slot* find(int32_t a, int32_t b) const;
   void grow();
+  void grow_to(size_t cap);
   std::vector<Slot> slots_;
   size_t count_ = 0;
 };

@@ -65,7 +65,7 @@ RegexSplitter::~RegexSplitter() {
 void RegexSplitter::split(std::string_view text, std::vector<Span>& words) const {
   words.clear();
   if (text.empty()) return;
-  words.push_back({0, static_cast<uint32_t>(text.size())});
+  words.push_back({0, static_cast<uint32_t>(text.size()), false});
   if (codes_.empty()) return;
   MatchScratch& ms = scratch();
   std::vector<Span> next;
@@ -92,11 +92,12 @@ void RegexSplitter::split(std::string_view text, std::vector<Span>& words) const
           pos = mb + utf8_len_lead(static_cast<uint8_t>(subject[mb]));
           continue;
         }
-        if (mb > start) next.push_back({sp.begin + static_cast<uint32_t>(start), sp.begin + static_cast<uint32_t>(mb)});
-        next.push_back({sp.begin + static_cast<uint32_t>(mb), sp.begin + static_cast<uint32_t>(me)});
+        if (mb > start)
+          next.push_back({sp.begin + static_cast<uint32_t>(start), sp.begin + static_cast<uint32_t>(mb), false});
+        next.push_back({sp.begin + static_cast<uint32_t>(mb), sp.begin + static_cast<uint32_t>(me), true});
         start = pos = me;
       }
-      if (start < len) next.push_back({sp.begin + static_cast<uint32_t>(start), sp.end});
+      if (start < len) next.push_back({sp.begin + static_cast<uint32_t>(start), sp.end, false});
     }
     words.swap(next);
   }

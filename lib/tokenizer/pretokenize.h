@@ -15,6 +15,7 @@ namespace brisk::tok {
 
 struct Span {
   uint32_t begin, end;
+  bool match;  // matched by the last regex (else a gap between matches)
 };
 
 class RegexSplitter {

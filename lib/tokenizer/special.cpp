@@ -166,7 +166,7 @@ std::vector<int32_t> VocabTokenizer::encode(std::string_view text, bool add_bos,
       out.push_back(p.id);
       after_special = true;
     } else {
-      encode_fragment(text.substr(p.begin, p.end - p.begin), after_special, out);
+      encode_fragment(text.substr(p.begin, p.end - p.begin), after_special, p.begin == 0, out);
       after_special = false;
     }
   }

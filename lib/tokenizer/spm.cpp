@@ -47,7 +47,7 @@ class SpmTokenizer final : public VocabTokenizer {
   }
 
  protected:
-  void encode_fragment(std::string_view text, bool after_special, std::vector<int32_t>& out) const override {
+  void encode_fragment(std::string_view text, bool after_special, bool, std::vector<int32_t>& out) const override {
     std::string s;
     s.reserve(text.size() + text.size() / 2 + 3);
     if (v_.add_space_prefix && after_special) s += kSpace;

@@ -136,8 +136,10 @@ class VocabTokenizer : public Tokenizer {
  protected:
   // Tokenizes one run of text between special tokens; after_special is true
   // at the start of the text and right after a special token (SPM adds its
-  // dummy space prefix there, as llama.cpp does).
-  virtual void encode_fragment(std::string_view text, bool after_special, std::vector<int32_t>& out) const = 0;
+  // dummy space prefix there, as llama.cpp does); at_start is true only for
+  // a run that begins the text (HF Metaspace prepend_scheme "first").
+  virtual void encode_fragment(std::string_view text, bool after_special, bool at_start,
+                               std::vector<int32_t>& out) const = 0;
   // Bytes of a NORMAL token (SPM: U+2581 -> ' '; BPE: unmapped bytes).
   virtual std::string normal_piece(int32_t id) const = 0;
   // Call at the end of the derived constructor (needs normal_piece).
