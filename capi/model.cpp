@@ -4,6 +4,7 @@
 
 #include "guard.h"
 #include "handles.h"
+#include "tokenizer/chat_template.h"
 
 using brisk::capi::copy_out;
 using brisk::capi::copy_text_out;
@@ -81,12 +82,13 @@ brisk_status brisk_tokenize(const brisk_model* m, const char* text, size_t len, 
   });
 }
 
-brisk_status brisk_token_to_piece(const brisk_model* m, int32_t token, char* buf, size_t cap, size_t* needed) {
+brisk_status brisk_token_to_piece(const brisk_model* m, int32_t token, uint32_t flags, char* buf, size_t cap,
+                                  size_t* needed) {
   return guard([&] {
     require(m, "model");
     if (token < 0 || token >= m->model->tokenizer().n_vocab())
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "token id " + std::to_string(token) + " is outside the vocabulary");
-    copy_text_out(m->model->tokenizer().token_to_piece(token), buf, cap, needed);
+    copy_text_out(m->model->tokenizer().token_to_piece(token, flags & BRISK_PIECE_SPECIAL), buf, cap, needed);
   });
 }
 
@@ -101,6 +103,38 @@ brisk_status brisk_detokenize(const brisk_model* m, const int32_t* tokens, size_
         brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "token id " + std::to_string(tokens[i]) + " is outside the vocabulary");
     const bool strip = (flags & BRISK_TOKENIZE_ADD_BOS) && n > 0 && tokens[0] == tok.bos();
     copy_text_out(tok.decode(tokens, n, strip), buf, cap, needed);
+  });
+}
+
+brisk_status brisk_chat_render(const brisk_model* m, const char* template_name, const char* const* roles,
+                               const char* const* contents, size_t n, int32_t add_assistant, char* buf, size_t cap,
+                               size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    if (n > 0) {
+      require(roles, "roles");
+      require(contents, "contents");
+    }
+    brisk::ChatFamily family = brisk::ChatFamily::UNKNOWN;
+    if (template_name) {
+      family = brisk::chat_family_from_name(template_name);
+      if (family == brisk::ChatFamily::UNKNOWN)
+        brisk::fail(BRISK_ERR_INVALID_ARGUMENT, std::string("unknown chat template '") + template_name +
+                                                    "' (llama2, llama3, chatml, mistral, phi3)");
+    } else {
+      auto tmpl = m->model->file().opt_string("tokenizer.chat_template");
+      if (!tmpl) brisk::fail(BRISK_ERR_UNSUPPORTED, "the model has no chat template; name one (e.g. chatml)");
+      family = brisk::detect_chat_family(*tmpl);
+      if (family == brisk::ChatFamily::UNKNOWN)
+        brisk::fail(BRISK_ERR_UNSUPPORTED, "the model's chat template is not one brisk recognises; name one");
+    }
+    std::vector<brisk::ChatMessage> msgs;
+    for (size_t i = 0; i < n; ++i) {
+      require(roles[i], "a role");
+      require(contents[i], "a content");
+      msgs.push_back({roles[i], contents[i]});
+    }
+    copy_text_out(brisk::render_chat(family, msgs, add_assistant != 0), buf, cap, needed);
   });
 }
 

@@ -1,4 +1,5 @@
 // brisk_session_*, brisk_sampler_* and brisk_generate.
+#include <algorithm>
 #include <string>
 
 #include "guard.h"
@@ -59,6 +60,13 @@ brisk_status brisk_session_reset(brisk_session* s) {
   return guard([&] {
     require(s, "session");
     s->session->reset();
+  });
+}
+
+brisk_status brisk_session_truncate(brisk_session* s, uint32_t position) {
+  return guard([&] {
+    require(s, "session");
+    s->session->truncate(static_cast<int>(std::min<uint32_t>(position, 1u << 30)));
   });
 }
 

@@ -5,4 +5,5 @@ namespace brisk::tools {
 int cmd_run(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 }

@@ -18,6 +18,7 @@ struct Command {
 const Command kCommands[] = {
     {"run", "generate text from a prompt", brisk::tools::cmd_run},
     {"bench", "measure prompt and generation speed, single and parallel", brisk::tools::cmd_bench},
+    {"tokenize", "show the tokens of a text", brisk::tools::cmd_tokenize},
     {"synth", "write a random-weight model in the shape of a real one", brisk::tools::cmd_synth},
 };
 

@@ -141,21 +141,37 @@ BRISK_API brisk_status brisk_model_meta(const brisk_model *model, const char *ke
 /* ---- tokens ----------------------------------------------------------- */
 enum {
   BRISK_TOKENIZE_ADD_BOS = 1u << 0,       /* add BOS if the model's metadata asks for it */
-  BRISK_TOKENIZE_PARSE_SPECIAL = 1u << 1  /* recognise "<s>", "<|im_start|>"... in the text */
+  BRISK_TOKENIZE_PARSE_SPECIAL = 1u << 1, /* recognise "<s>", "<|im_start|>"... in the text */
+  BRISK_PIECE_SPECIAL = 1u << 2           /* token_to_piece: give control tokens' text ("<s>") */
 };
 
 /* Text (UTF-8, len bytes) to token ids. Thread-safe on a shared model. */
 BRISK_API brisk_status brisk_tokenize(const brisk_model *model, const char *text, size_t len,
                                       uint32_t flags, int32_t *tokens, size_t cap,
                                       size_t *needed);
-/* The raw bytes of one token (may be part of a UTF-8 character). */
-BRISK_API brisk_status brisk_token_to_piece(const brisk_model *model, int32_t token, char *buf,
+/* The raw bytes of one token (may be part of a UTF-8 character); control
+ * tokens give "" unless flags has BRISK_PIECE_SPECIAL. *needed counts a
+ * terminating NUL, which is always written. */
+BRISK_API brisk_status brisk_token_to_piece(const brisk_model *model, int32_t token, uint32_t flags, char *buf,
                                             size_t cap, size_t *needed);
 /* Token ids to text; a leading space the tokenizer added is removed when
  * BRISK_TOKENIZE_ADD_BOS is set in flags and the first token is BOS. */
 BRISK_API brisk_status brisk_detokenize(const brisk_model *model, const int32_t *tokens,
                                         size_t n_tokens, uint32_t flags, char *buf, size_t cap,
                                         size_t *needed);
+
+/* ---- chat templates --------------------------------------------------- */
+/* Renders a conversation in the model's chat format, recognised from its
+ * tokenizer.chat_template metadata (Llama 2, Llama 3, ChatML/Qwen2, Mistral,
+ * Phi-3), or from template_name ("llama2", "llama3", "chatml", "mistral",
+ * "phi3") when that is not NULL. roles[i]/contents[i] are UTF-8 strings
+ * ("system", "user", "assistant"). add_assistant non-zero appends the start of
+ * the assistant's reply. Tokenize the result with BRISK_TOKENIZE_ADD_BOS |
+ * BRISK_TOKENIZE_PARSE_SPECIAL. BRISK_ERR_UNSUPPORTED if the format is unknown. */
+BRISK_API brisk_status brisk_chat_render(const brisk_model *model, const char *template_name,
+                                         const char *const *roles, const char *const *contents,
+                                         size_t n_messages, int32_t add_assistant, char *buf, size_t cap,
+                                         size_t *needed);
 
 /* ---- session: one sequence with its own KV cache ---------------------- */
 typedef struct brisk_session brisk_session;
@@ -186,6 +202,9 @@ BRISK_API brisk_status brisk_session_create(const brisk_model *model,
 BRISK_API void brisk_session_free(brisk_session *session);
 /* Forgets every token; the session starts again at position 0. */
 BRISK_API brisk_status brisk_session_reset(brisk_session *session);
+/* Forgets the tokens from `position` on (position <= current position);
+ * evaluate at least one token before asking for logits again. */
+BRISK_API brisk_status brisk_session_truncate(brisk_session *session, uint32_t position);
 /* Number of tokens in the session's context so far. */
 BRISK_API uint32_t brisk_session_position(const brisk_session *session);
 BRISK_API uint32_t brisk_session_n_ctx(const brisk_session *session);

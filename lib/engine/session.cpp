@@ -35,6 +35,15 @@ void Session::reset() {
   last_logits_.clear();
 }
 
+void Session::truncate(int n) {
+  if (n < 0 || n > pos_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "cannot truncate to position " + std::to_string(n) + " of " + std::to_string(pos_));
+  if (n == pos_) return;
+  pos_ = n;
+  last_token_ = -1;
+  last_logits_.clear();
+}
+
 void Session::eval(const int32_t* tokens, size_t n, float* all_logits) {
   if (n == 0) return;
   if (n > static_cast<size_t>(n_ctx_ - pos_))

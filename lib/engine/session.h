@@ -42,6 +42,8 @@ class Session {
   void eval(const int32_t* tokens, size_t n, float* all_logits = nullptr);
   const std::vector<float>& logits() const { return last_logits_; }
   void reset();
+  // Forgets tokens from position n on; logits must be recomputed by eval().
+  void truncate(int n);
 
   // Called per generated token with its complete UTF-8 text; return false to stop.
   using TokenCallback = std::function<bool(int32_t token, const std::string& text)>;
