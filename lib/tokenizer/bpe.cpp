@@ -4,8 +4,8 @@
 // tokenizer.ggml.pre, each word's bytes become GPT-2's printable characters,
 // and merges are applied by rank.
 //
-// Invalid UTF-8 in the input becomes U+FFFD first (as llama.cpp does); the
-// regexes need valid UTF-8.
+// Invalid UTF-8 in the input is decoded as llama.cpp decodes it (ill-formed
+// bytes become U+FFFD, see utf8_sanitize_llama); the regexes need valid UTF-8.
 #include "core/error.h"
 #include "tokenizer/bpe_core.h"
 #include "tokenizer/pretokenize.h"
@@ -46,7 +46,7 @@ class BpeTokenizer final : public VocabTokenizer {
   void encode_fragment(std::string_view text, bool, bool, std::vector<int32_t>& out) const override {
     std::string clean;
     if (!utf8_valid(text)) {
-      clean = utf8_sanitize(text);
+      clean = utf8_sanitize_llama(text);
       text = clean;
     }
     std::vector<Span> words;

@@ -39,8 +39,35 @@ MatchScratch& scratch() {
 
 }  // namespace
 
+namespace {
+
+// PCRE2's \s (with UCP) also matches U+180E; llama.cpp and HF's regex
+// engines use the Unicode White_Space property. Rewrite \s / \S to it
+// (also inside character classes, where \p{...} is allowed).
+std::string white_space_escapes(const std::string& p) {
+  std::string r;
+  r.reserve(p.size() + 32);
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '\\' && i + 1 < p.size()) {
+      const char c = p[++i];
+      if (c == 's')
+        r += "\\p{White_Space}";
+      else if (c == 'S')
+        r += "\\P{White_Space}";
+      else
+        r.append(1, '\\').append(1, c);
+    } else {
+      r += p[i];
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 RegexSplitter::RegexSplitter(const std::vector<std::string>& patterns) {
-  for (const auto& p : patterns) {
+  for (const auto& original : patterns) {
+    const std::string p = white_space_escapes(original);
     int err = 0;
     PCRE2_SIZE off = 0;
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(), PCRE2_UTF | PCRE2_UCP, &err,
@@ -109,14 +136,16 @@ const char* const kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^
 
 namespace {
 
-// Llama 3's (?i:'s|...) written without (?i): PCRE2 would also fold
-// U+017F to 's', which llama.cpp does not.
+// Llama 3's (?i:'s|...) is spelt out without (?i), as llama.cpp does: PCRE2
+// would also fold U+017F to 's'. (llama.cpp runs this and GPT-2's regex
+// through hand-written splitters; they agree with the regex, which the
+// libllama parity test checks, unassigned code points included.)
 const char* const kLlama3Regex =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kQwen2Regex =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-// GPT-2's regex as llama.cpp lists it for the non-GPT-2 families (no final
-// \s+ alternative; the gap it leaves is kept as a word anyway).
+// GPT-2's regex as llama.cpp lists it (no final \s+: the gap it leaves is
+// kept as a word anyway, so the words are the same).
 const char* const kGpt2RegexLlamaCpp = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 // DeepSeek LLM's letter class: the cased letters (Lu, Ll, Lt) as ranges,
 // exactly as its tokenizer.json spells them (canonical singletons such as
@@ -135,8 +164,16 @@ const char* const kDeepseekLetters =
     R"(\x{A771}-\x{A787}\x{A78B}-\x{A78E}\x{AB70}-\x{ABBF}\x{FB00}-\x{FB06}\x{FB13}-\x{FB17}\x{FF21}-\x{FF3A})"
     R"(\x{FF41}-\x{FF5A}\x{10400}-\x{1044F}\x{104B0}-\x{104D3}\x{104D8}-\x{104FB}\x{10C80}-\x{10CB2})"
     R"(\x{10CC0}-\x{10CF2}\x{118A0}-\x{118DF}\x{1E900}-\x{1E943}]+)";
-// CJK ideographs, U+0800..U+4E00 and Hangul, as DeepSeek writes them.
-const char* const kDeepseekCjk = R"([\x{4E00}-\x{9FA5}\x{0800}-\x{4E00}\x{AC00}-\x{D7FF}]+)";
+// CJK ideographs, U+0800..U+4E00 and Hangul, as DeepSeek writes them, less
+// the whitespace in those ranges: llama.cpp matches regexes without \p{..}
+// with std::wregex on text where non-ASCII whitespace is replaced by U+000B,
+// so whitespace never matches an explicit range there.
+const char* const kDeepseekCjk =
+    R"([\x{4E00}-\x{9FA5}\x{0800}-\x{167F}\x{1681}-\x{1FFF}\x{200B}-\x{2027}\x{202A}-\x{202E}\x{2030}-\x{205E})"
+    R"(\x{2060}-\x{2FFF}\x{3001}-\x{4E00}\x{AC00}-\x{D7FF}]+)";
+// DeepSeek LLM's punctuation class (U+3000 left out for the same reason).
+const char* const kDeepseekPunct =
+    R"(\s?[\x{21}-\x{2F}\x{3A}-\x{7E}\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3001}-\x{3002}]+)";
 
 struct Entry {
   std::vector<std::string_view> names;
@@ -150,7 +187,7 @@ const std::vector<Entry>& table() {
       {{"default"},
        {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2RegexLlamaCpp, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
       {{"gpt-2", "gpt2", "phi-2", "mpt", "olmo", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "gigachat", "mellum"},
-       {kGpt2Regex}},
+       {kGpt2RegexLlamaCpp}},
       {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
        {kLlama3Regex},
        true,
@@ -158,9 +195,7 @@ const std::vector<Entry>& table() {
       {{"dbrx", "smaug-bpe"}, {kLlama3Regex}},
       {{"qwen2", "deepseek-r1-qwen", "stablelm2"}, {kQwen2Regex}},
       {{"deepseek-llm"},
-       {"[\\r\\n]", kDeepseekLetters,
-        R"(\s?[\x{21}-\x{2F}\x{3A}-\x{7E}\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)",
-        R"(\s+$)", kDeepseekCjk, R"(\p{N}+)"}},
+       {"[\\r\\n]", kDeepseekLetters, kDeepseekPunct, R"(\s+$)", kDeepseekCjk, R"(\p{N}+)"}},
       {{"deepseek-coder"}, {"[\\r\\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kDeepseekCjk, R"(\p{N})"}},
       {{"deepseek-v3"},
        {R"(\p{N}{1,3})", R"([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)",

@@ -57,8 +57,9 @@ class SpmTokenizer final : public VocabTokenizer {
       else
         s += c;
     }
+    Scratch sc;
     if (!split_words_) {
-      tokenize(s, out);
+      tokenize(s, sc, out);
       return;
     }
     WordCache cache;
@@ -70,7 +71,7 @@ class SpmTokenizer final : public VocabTokenizer {
       if (w.empty()) return;
       // The memo only pays off once words start repeating.
       if (++n_words < 64) {
-        tokenize(w, out);
+        tokenize(w, sc, out);
         return;
       }
       const uint64_t h = hash_bytes(w.data(), w.size());
@@ -80,12 +81,18 @@ class SpmTokenizer final : public VocabTokenizer {
         return;
       }
       const size_t before = out.size();
-      tokenize(w, out);
+      tokenize(w, sc, out);
       cache.insert(w, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
     };
-    for (size_t p = s.find(kSpace, 1); p != std::string::npos; p = s.find(kSpace, p + kSpace.size())) {
-      if (p >= kSpace.size() && s.compare(p - kSpace.size(), kSpace.size(), kSpace) == 0) continue;
-      flush(p);
+    // Cut only where llama.cpp's symbol split (by lead byte, see tokenize)
+    // has a boundary: with invalid UTF-8 a symbol can swallow a U+2581.
+    bool prev_space = true;
+    for (size_t p = 0; p < s.size();) {
+      const size_t len = std::min(utf8_len_lead(static_cast<uint8_t>(s[p])), s.size() - p);
+      const bool space = len == kSpace.size() && s.compare(p, len, kSpace) == 0;
+      if (space && !prev_space) flush(p);
+      prev_space = space;
+      p += len;
     }
     flush(s.size());
   }
@@ -120,10 +127,16 @@ class SpmTokenizer final : public VocabTokenizer {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 
-  void tokenize(std::string_view s, std::vector<int32_t>& out) const {
-    if (s.empty()) return;
+  // Per-call buffers, reused across the words of one encode().
+  struct Scratch {
     std::vector<Sym> sym;
-    sym.reserve(s.size());
+    std::vector<Bigram> heap;
+  };
+
+  void tokenize(std::string_view s, Scratch& sc, std::vector<int32_t>& out) const {
+    if (s.empty()) return;
+    std::vector<Sym>& sym = sc.sym;
+    sym.clear();
     // Split by the lead byte's length without validation, like llama.cpp:
     // an invalid sequence becomes a symbol that is not a token -> bytes.
     for (size_t off = 0; off < s.size();) {
@@ -133,8 +146,8 @@ class SpmTokenizer final : public VocabTokenizer {
                      static_cast<uint32_t>(len)});
       off += len;
     }
-    std::vector<Bigram> heap;
-    heap.reserve(sym.size());
+    std::vector<Bigram>& heap = sc.heap;
+    heap.clear();
     auto try_add = [&](int32_t l, int32_t r) {
       if (l < 0 || r < 0) return;
       const uint32_t size = sym[l].n + sym[r].n;

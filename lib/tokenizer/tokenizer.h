@@ -59,8 +59,16 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Reads tokenizer.ggml.* from a GGUF file. Throws brisk::Error with a clear
-  // message for missing/mistyped keys or an unsupported tokenizer model
-  // (BRISK_ERR_UNSUPPORTED, also for an unknown tokenizer.ggml.pre).
+  // message for missing/mistyped keys or an unsupported tokenizer model.
+  // Byte-level BPE needs a pre-tokenizer brisk knows (default, gpt-2,
+  // llama-bpe/llama3 and kin, qwen2, deepseek-llm, deepseek-coder,
+  // deepseek-v3, starcoder and kin, falcon, dbrx, ...): an unknown
+  // tokenizer.ggml.pre is BRISK_ERR_UNSUPPORTED, because a guessed one would
+  // silently change the tokens; an absent key means llama.cpp's "default".
+  //
+  // Every tokenizer accepts any bytes in encode() and any ids in decode()
+  // (out-of-range ids decode to nothing), so a fuzz target can build one with
+  // from_vocab() or from_hf_json(json_text) and feed it arbitrary input.
   static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& file);
   // The same from already-read metadata (e.g. a converter's VocabData).
   static std::unique_ptr<Tokenizer> from_vocab(const VocabData& vocab);
@@ -85,6 +93,9 @@ class Tokenizer {
 
   // Concatenated pieces; with strip_leading_space, a leading space that the
   // tokenizer itself added (SPM's dummy prefix) is removed from the result.
+  // Control tokens give nothing. Unlike llama.cpp's detokenize, no spaces
+  // around punctuation are "cleaned up", so decode(encode(x)) == x for valid
+  // UTF-8 x (byte-level BPE sees invalid UTF-8 as U+FFFD).
   virtual std::string decode(const int32_t* ids, size_t n, bool strip_leading_space) const = 0;
 
   virtual int32_t n_vocab() const = 0;

@@ -105,6 +105,39 @@ std::string utf8_sanitize(std::string_view text) {
   return out;
 }
 
+std::string utf8_sanitize_llama(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 8);
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const uint8_t b = static_cast<uint8_t>(text[i]);
+    if (b < 0x80) {
+      out += static_cast<char>(b);
+      ++i;
+      continue;
+    }
+    const size_t len = b < 0xC0 ? 0 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : b < 0xF8 ? 4 : 0;
+    bool ok = len != 0 && i + len <= n;
+    uint32_t cp = len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+    for (size_t k = 1; ok && k < len; ++k) {
+      const uint8_t c = static_cast<uint8_t>(text[i + k]);
+      ok = (c & 0xC0) == 0x80;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if (!ok) {
+      out += kReplacementChar;
+      ++i;
+      continue;
+    }
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+      out += kReplacementChar;
+    else
+      utf8_append(out, cp);
+    i += len;
+  }
+  return out;
+}
+
 }  // namespace brisk::tok
 
 namespace brisk {

@@ -31,6 +31,14 @@ void utf8_append(std::string& out, uint32_t cp);
 // before byte-level BPE.
 std::string utf8_sanitize(std::string_view text);
 
+// Copy of `text` decoded the way llama.cpp's unicode_cpts_from_utf8 does and
+// re-encoded: a lead byte whose continuation bytes are missing or wrong is
+// one U+FFFD (the next byte is then looked at afresh), overlong forms are
+// accepted and re-encoded canonically (C0 AF -> '/'). Surrogates and values
+// above U+10FFFF, which llama.cpp passes on as invalid UTF-8 or rejects,
+// become U+FFFD. Byte-level BPE uses this for llama.cpp parity.
+std::string utf8_sanitize_llama(std::string_view text);
+
 // True if `text` is entirely valid UTF-8 (fast path for utf8_sanitize).
 bool utf8_valid(std::string_view text);
 
