@@ -146,16 +146,24 @@ static inline void dispatch_tile(Tile& tile, int r, int c, int rn, int cn) {
   }
 }
 
-// Covers the nrows x ncols output with tiles of at most RM x CM.
+// Covers rows [0, nrows) x columns [c_begin, c_end) with tiles of at most
+// RM x CM. Loop order, innermost last: row block, column group, row group.
+// A column group's activations (a few KB per column) stay in L1 while the
+// row groups pass; a row block is sized so its weights (~192 KB) stay in L2
+// while the column groups pass. Decode (one column) degenerates to a single
+// linear pass over the rows.
 template <int RM, int CM, typename Tile>
-static inline void for_each_tile(Tile& tile, int nrows, int ncols) {
-  // Rows outer: a tile's weight rows stay in L1 while every column group
-  // passes over them; the activations come from L1/L2.
-  for (int r = 0; r < nrows; r += RM) {
-    const int rn = nrows - r < RM ? nrows - r : RM;
-    for (int c = 0; c < ncols; c += CM) {
-      const int cn = ncols - c < CM ? ncols - c : CM;
-      dispatch_tile<RM, CM>(tile, r, c, rn, cn);
+static inline void for_each_tile(Tile& tile, int nrows, int c_begin, int c_end, size_t row_bytes) {
+  int rb = static_cast<int>((size_t{192} << 10) / (row_bytes ? row_bytes : 1));
+  rb = rb < RM ? RM : rb - rb % RM;
+  for (int r0 = 0; r0 < nrows; r0 += rb) {
+    const int r1 = nrows - r0 < rb ? nrows : r0 + rb;
+    for (int c = c_begin; c < c_end; c += CM) {
+      const int cn = c_end - c < CM ? c_end - c : CM;
+      for (int r = r0; r < r1; r += RM) {
+        const int rn = r1 - r < RM ? r1 - r : RM;
+        dispatch_tile<RM, CM>(tile, r, c, rn, cn);
+      }
     }
   }
 }

@@ -195,9 +195,9 @@ void gemm_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
   KTile<T> t{k / QK_K, static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(act),
              act_stride, out, out_stride, 8 * w_stride};
   if (ncols == 1) {
-    for_each_tile<4, 1>(t, nrows, ncols);
+    for_each_tile<4, 1>(t, nrows, 0, ncols, w_stride);
   } else {
-    for_each_tile<4, 4>(t, nrows, ncols);
+    for_each_tile<4, 4>(t, nrows, 0, ncols, w_stride);
   }
 }
 

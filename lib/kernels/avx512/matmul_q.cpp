@@ -219,7 +219,8 @@ struct QTile {
   int last_nbl;  // blocks in the last group (1..4)
   const uint8_t* w;
   size_t w_stride;
-  const ActGroup* act;  // ngroups per column, columns consecutive
+  const ActGroup* act;  // ngroups per column, columns c_base, c_base + 1, ...
+  int c_base;
   float* out;
   size_t out_stride;
   size_t pf_dist;  // prefetch this many bytes ahead of each row (next rows)
@@ -254,7 +255,7 @@ struct QTile {
     const uint8_t* wr[R];
     const ActGroup* ac[C];
     for (int r = 0; r < R; ++r) wr[r] = w + static_cast<size_t>(r0 + r) * w_stride;
-    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c) * ngroups;
+    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c - c_base) * ngroups;
     __m512 acc[R][C];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -270,21 +271,30 @@ struct QTile {
 // 2048-wide Q4_0 is 4.6 KB, so this keeps ~9 KB in flight per thread).
 constexpr size_t kPrefetchRows = 8;
 
+constexpr int kColChunk = 32;
+
 template <typename W, Kind K>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
             int ncols, float* out, size_t out_stride) {
   const int64_t nb = k / 32;
   const int64_t ngroups = (nb + 3) / 4;
-  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * ncols * sizeof(ActGroup)));
-  for (int c = 0; c < ncols; ++c)
-    pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
-                   packed + static_cast<size_t>(c) * ngroups);
-  QTile<W, K> t{ngroups, static_cast<int>(nb - (ngroups - 1) * 4), static_cast<const uint8_t*>(w),
-                w_stride, packed, out, out_stride, kPrefetchRows * w_stride};
-  if (ncols == 1) {
-    for_each_tile<4, 1>(t, nrows, ncols);
-  } else {
-    for_each_tile<4, 4>(t, nrows, ncols);
+  // Columns are repacked kColChunk at a time so the packed activations stay
+  // cache-sized however large the batch is.
+  const int chunk = ncols < kColChunk ? ncols : kColChunk;
+  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
+  QTile<W, K> t{ngroups, static_cast<int>(nb - (ngroups - 1) * 4), static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
+                kPrefetchRows * w_stride};
+  for (int c0 = 0; c0 < ncols; c0 += chunk) {
+    const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
+    for (int c = c0; c < c1; ++c)
+      pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
+                     packed + static_cast<size_t>(c - c0) * ngroups);
+    t.c_base = c0;
+    if (ncols == 1) {
+      for_each_tile<4, 1>(t, nrows, c0, c1, w_stride);
+    } else {
+      for_each_tile<4, 4>(t, nrows, c0, c1, w_stride);
+    }
   }
 }
 
