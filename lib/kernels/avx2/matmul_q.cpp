@@ -195,9 +195,6 @@ struct QTile {
   }
 };
 
-// Rows ahead to prefetch: the row group after the next (see common.h).
-constexpr size_t kPrefetchRows = 8;
-
 constexpr int kColChunk = 32;
 
 template <typename W, Kind K>
@@ -210,7 +207,7 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
   const int chunk = ncols < kColChunk ? ncols : kColChunk;
   auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
   QTile<W, K> t{ngroups, nb % 2 == 1, static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
-                kPrefetchRows * w_stride};
+                prefetch_distance(ncols, w_stride)};
   for (int c0 = 0; c0 < ncols; c0 += chunk) {
     const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
     for (int c = c0; c < c1; ++c)
@@ -218,7 +215,7 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
                      packed + static_cast<size_t>(c - c0) * ngroups);
     t.c_base = c0;
     if (ncols == 1) {
-      for_each_tile<4, 1>(t, nrows, c0, c1, w_stride);
+      for_each_tile<1, 1>(t, nrows, c0, c1, w_stride);
     } else {
       for_each_tile<2, 3>(t, nrows, c0, c1, w_stride);
     }

@@ -267,10 +267,6 @@ struct QTile {
   }
 };
 
-// Rows ahead to prefetch: the row group after the next (a 4-row group of
-// 2048-wide Q4_0 is 4.6 KB, so this keeps ~9 KB in flight per thread).
-constexpr size_t kPrefetchRows = 8;
-
 constexpr int kColChunk = 32;
 
 template <typename W, Kind K>
@@ -283,7 +279,7 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
   const int chunk = ncols < kColChunk ? ncols : kColChunk;
   auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
   QTile<W, K> t{ngroups, static_cast<int>(nb - (ngroups - 1) * 4), static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
-                kPrefetchRows * w_stride};
+                prefetch_distance(ncols, w_stride)};
   for (int c0 = 0; c0 < ncols; c0 += chunk) {
     const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
     for (int c = c0; c < c1; ++c)
@@ -291,7 +287,7 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
                      packed + static_cast<size_t>(c - c0) * ngroups);
     t.c_base = c0;
     if (ncols == 1) {
-      for_each_tile<4, 1>(t, nrows, c0, c1, w_stride);
+      for_each_tile<1, 1>(t, nrows, c0, c1, w_stride);
     } else {
       for_each_tile<4, 4>(t, nrows, c0, c1, w_stride);
     }
