@@ -3,8 +3,9 @@
 // Each 8-wide step loads one vector per weight row (converted to f32) and one
 // per activation column, then does R x C FMAs. With 16 ymm registers a 3 x 3
 // tile (9 accumulators + 3 activations + 1 weight) is the largest that does
-// not spill; decode (one column) runs 4 rows so four weight streams are in
-// flight and the loop is bound by memory, not FMA latency.
+// not spill.
+// Decode (one column) walks the rows one by one: a single linear stream
+// the hardware prefetcher follows (see common.h).
 #include "kernels/avx2/common.h"
 
 namespace brisk::kernels::avx2 {
@@ -103,9 +104,9 @@ void gemm_float(int64_t k, const void* w, size_t w_stride, int nrows, const void
   FloatTile<L> t{k,   static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(act),
                  act_stride, out, out_stride};
   if (ncols == 1) {
-    for_each_tile<4, 1>(t, nrows, ncols);
+    for_each_tile<1, 1>(t, nrows, 0, ncols, w_stride);
   } else {
-    for_each_tile<3, 3>(t, nrows, ncols);
+    for_each_tile<3, 3>(t, nrows, 0, ncols, w_stride);
   }
 }
 

@@ -140,7 +140,8 @@ struct QTile {
   bool odd;  // last group has one block
   const uint8_t* w;
   size_t w_stride;
-  const ActGroup* act;  // ngroups per column, columns consecutive
+  const ActGroup* act;  // ngroups per column, columns c_base, c_base + 1, ...
+  int c_base;
   float* out;
   size_t out_stride;
   size_t pf_dist;  // prefetch this many bytes ahead of each row (next rows)
@@ -182,7 +183,7 @@ struct QTile {
     const uint8_t* wr[R];
     const ActGroup* ac[C];
     for (int r = 0; r < R; ++r) wr[r] = w + static_cast<size_t>(r0 + r) * w_stride;
-    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c) * ngroups;
+    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c - c_base) * ngroups;
     __m256 acc[R][C];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -194,24 +195,30 @@ struct QTile {
   }
 };
 
-// Rows ahead to prefetch: the row group after the next (see common.h).
-constexpr size_t kPrefetchRows = 8;
+constexpr int kColChunk = 32;
 
 template <typename W, Kind K>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
             int ncols, float* out, size_t out_stride) {
   const int64_t nb = k / 32;
   const int64_t ngroups = (nb + 1) / 2;
-  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * ncols * sizeof(ActGroup)));
-  for (int c = 0; c < ncols; ++c)
-    pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
-                   packed + static_cast<size_t>(c) * ngroups);
-  QTile<W, K> t{ngroups, nb % 2 == 1, static_cast<const uint8_t*>(w), w_stride, packed, out, out_stride,
-                kPrefetchRows * w_stride};
-  if (ncols == 1) {
-    for_each_tile<4, 1>(t, nrows, ncols);
-  } else {
-    for_each_tile<2, 3>(t, nrows, ncols);
+  // Columns are repacked kColChunk at a time so the packed activations stay
+  // cache-sized however large the batch is.
+  const int chunk = ncols < kColChunk ? ncols : kColChunk;
+  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
+  QTile<W, K> t{ngroups, nb % 2 == 1, static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
+                prefetch_distance(ncols, w_stride)};
+  for (int c0 = 0; c0 < ncols; c0 += chunk) {
+    const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
+    for (int c = c0; c < c1; ++c)
+      pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
+                     packed + static_cast<size_t>(c - c0) * ngroups);
+    t.c_base = c0;
+    if (ncols == 1) {
+      for_each_tile<1, 1>(t, nrows, c0, c1, w_stride);
+    } else {
+      for_each_tile<2, 3>(t, nrows, c0, c1, w_stride);
+    }
   }
 }
 

@@ -90,16 +90,23 @@ static inline __m512 round_away(__m512 x) {
   return _mm512_mask_add_ps(t, up, t, one);
 }
 
-// Prefetches the cache lines of [p, p + Bytes). The kernels read several
-// rows side by side, each only a few KB long (a 2048-wide Q4_0 row is 1152
-// bytes): too short for the hardware stream prefetcher to ramp up, so
-// decode would wait on DRAM latency. Fetching the rows of the next row group
-// while working on this one keeps enough lines in flight to saturate
-// bandwidth. Prefetches past the end of the matrix are harmless.
+// Prefetches the cache lines of [p, p + Bytes). Decode (one column) walks
+// the rows one after another, a single linear stream that the hardware
+// prefetcher follows well; measured on Zen 4, reading 2 or 4 rows side by
+// side instead cut DRAM throughput by 30-50% (rows are only ~1-4 KB, too
+// short for per-stream training). The software prefetch a few KB ahead only
+// covers stream starts and page crossings. Multi-column tiles read R rows
+// side by side and prefetch the next row groups. Prefetches past the end of
+// the matrix are harmless.
 template <int Bytes>
 static inline void prefetch_bytes(const uint8_t* p) {
   for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
   if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), _MM_HINT_T0);
+}
+
+// Bytes ahead of the current weight position to prefetch.
+static inline size_t prefetch_distance(int ncols, size_t w_stride) {
+  return ncols == 1 ? size_t{4096} : 8 * w_stride;
 }
 
 // A per-thread scratch buffer, 64-byte aligned, grown on demand and never
@@ -130,16 +137,24 @@ static inline void dispatch_tile(Tile& tile, int r, int c, int rn, int cn) {
   }
 }
 
-// Covers the nrows x ncols output with tiles of at most RM x CM.
+// Covers rows [0, nrows) x columns [c_begin, c_end) with tiles of at most
+// RM x CM. Loop order, innermost last: row block, column group, row group.
+// A column group's activations (a few KB per column) stay in L1 while the
+// row groups pass; a row block is sized so its weights (~192 KB) stay in L2
+// while the column groups pass. Decode (one column) degenerates to a single
+// linear pass over the rows.
 template <int RM, int CM, typename Tile>
-static inline void for_each_tile(Tile& tile, int nrows, int ncols) {
-  // Rows outer: a tile's weight rows stay in L1 while every column group
-  // passes over them; the activations come from L1/L2.
-  for (int r = 0; r < nrows; r += RM) {
-    const int rn = nrows - r < RM ? nrows - r : RM;
-    for (int c = 0; c < ncols; c += CM) {
-      const int cn = ncols - c < CM ? ncols - c : CM;
-      dispatch_tile<RM, CM>(tile, r, c, rn, cn);
+static inline void for_each_tile(Tile& tile, int nrows, int c_begin, int c_end, size_t row_bytes) {
+  int rb = static_cast<int>((size_t{192} << 10) / (row_bytes ? row_bytes : 1));
+  rb = rb < RM ? RM : rb - rb % RM;
+  for (int r0 = 0; r0 < nrows; r0 += rb) {
+    const int r1 = nrows - r0 < rb ? nrows : r0 + rb;
+    for (int c = c_begin; c < c_end; c += CM) {
+      const int cn = c_end - c < CM ? c_end - c : CM;
+      for (int r = r0; r < r1; r += RM) {
+        const int rn = r1 - r < RM ? r1 - r : RM;
+        dispatch_tile<RM, CM>(tile, r, c, rn, cn);
+      }
     }
   }
 }

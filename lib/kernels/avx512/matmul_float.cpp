@@ -3,8 +3,9 @@
 // Each 16-wide step loads one vector per weight row (converted to f32) and one
 // per activation column, then does R x C FMAs: a 4 x 4 tile gives 16
 // independent accumulators, enough to hide FMA latency and to use each loaded
-// weight vector four times. Decode (one column) runs 4 rows at once so four
-// weight streams are in flight and the loop is bound by memory, not latency.
+// weight vector four times.
+// Decode (one column) walks the rows one by one: a single linear stream
+// the hardware prefetcher follows (see common.h).
 #include "kernels/avx512/common.h"
 
 namespace brisk::kernels::avx512 {
@@ -98,9 +99,9 @@ void gemm_float(int64_t k, const void* w, size_t w_stride, int nrows, const void
   FloatTile<L> t{k,   static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(act),
                  act_stride, out, out_stride};
   if (ncols == 1) {
-    for_each_tile<4, 1>(t, nrows, ncols);
+    for_each_tile<1, 1>(t, nrows, 0, ncols, w_stride);
   } else {
-    for_each_tile<4, 4>(t, nrows, ncols);
+    for_each_tile<4, 4>(t, nrows, 0, ncols, w_stride);
   }
 }
 

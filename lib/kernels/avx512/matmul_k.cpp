@@ -191,13 +191,12 @@ struct KTile {
 template <KType T>
 void gemm_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
             int ncols, float* out, size_t out_stride) {
-  // Prefetch 8 rows ahead: the row group after the next (see common.h).
   KTile<T> t{k / QK_K, static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(act),
-             act_stride, out, out_stride, 8 * w_stride};
+             act_stride, out, out_stride, prefetch_distance(ncols, w_stride)};
   if (ncols == 1) {
-    for_each_tile<4, 1>(t, nrows, ncols);
+    for_each_tile<1, 1>(t, nrows, 0, ncols, w_stride);
   } else {
-    for_each_tile<4, 4>(t, nrows, ncols);
+    for_each_tile<4, 4>(t, nrows, 0, ncols, w_stride);
   }
 }
 

@@ -22,6 +22,8 @@
 #include "kernels/avx512/common.h"
 #include "quant/blocks.h"
 
+#include <type_traits>
+
 namespace brisk::kernels::avx512 {
 
 using quant::BlockQ4_0;
@@ -43,32 +45,37 @@ static_assert(sizeof(ActGroup) == 256);
 enum class Kind { q8_0, q4_0, q4_1 };
 
 // Repacks one column of nb activation blocks into ngroups ActGroups (the
-// last group zero-padded: zero activations and scales add nothing).
+// last group zero-padded: zero activations and scales add nothing). Runs once
+// per column per gemm call, so it is kept cheap: one 32-byte load and two
+// 16-byte stores per block.
 template <Kind K>
 void pack_column(const uint8_t* src, int64_t nb, ActGroup* dst) {
+  using B = std::conditional_t<K == Kind::q4_1, BlockQ8_1, BlockQ8_0>;
+  const B* blocks = reinterpret_cast<const B*>(src);
   const int64_t ngroups = (nb + 3) / 4;
+  // Lane i of the scale vector takes block i/4's value.
+  const __m512i expand4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   for (int64_t g = 0; g < ngroups; ++g) {
     ActGroup& a = dst[g];
-    std::memset(&a, 0, sizeof a);
-    for (int j = 0; j < 4 && g * 4 + j < nb; ++j) {
-      float d, s = 0;
-      const int8_t* qs;
-      if constexpr (K == Kind::q4_1) {
-        const auto* b = reinterpret_cast<const BlockQ8_1*>(src) + g * 4 + j;
-        d = h2f(b->d);
-        s = h2f(b->s);
-        qs = b->qs;
-      } else {
-        const auto* b = reinterpret_cast<const BlockQ8_0*>(src) + g * 4 + j;
-        d = h2f(b->d);
-        qs = b->qs;
+    const int n = nb - g * 4 < 4 ? static_cast<int>(nb - g * 4) : 4;
+    alignas(16) float d[4] = {0, 0, 0, 0}, s[4] = {0, 0, 0, 0};
+    for (int j = 0; j < 4; ++j) {
+      __m256i q = _mm256_setzero_si256();
+      if (j < n) {
+        const B& b = blocks[g * 4 + j];
+        q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+        d[j] = h2f(b.d);
+        if constexpr (K == Kind::q4_1) s[j] = h2f(b.s);
       }
-      std::memcpy(a.lo + 16 * j, qs, 16);
-      std::memcpy(a.hi + 16 * j, qs + 16, 16);
-      for (int l = 0; l < 4; ++l) a.d[4 * j + l] = d;
-      if constexpr (K == Kind::q4_1) std::memcpy(&a.extra[4 * j], &s, 4);
+      _mm_store_si128(reinterpret_cast<__m128i*>(a.lo + 16 * j), _mm256_castsi256_si128(q));
+      _mm_store_si128(reinterpret_cast<__m128i*>(a.hi + 16 * j), _mm256_extracti128_si256(q, 1));
     }
-    if constexpr (K != Kind::q4_1) {
+    _mm512_store_ps(a.d, _mm512_permutexvar_ps(expand4, _mm512_castps128_ps512(_mm_load_ps(d))));
+    if constexpr (K == Kind::q4_1) {
+      // s only in the first slot of each lane, so the 4 slots add it once.
+      _mm512_store_ps(reinterpret_cast<float*>(a.extra),
+                      _mm512_maskz_permutexvar_ps(0x1111, expand4, _mm512_castps128_ps512(_mm_load_ps(s))));
+    } else {
       // Weights are stored with +offset, so dot = sum((w+off)*a) - off*sum(a).
       const __m512i ones = _mm512_set1_epi8(1);
       __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_load_si512(a.lo));
@@ -212,7 +219,8 @@ struct QTile {
   int last_nbl;  // blocks in the last group (1..4)
   const uint8_t* w;
   size_t w_stride;
-  const ActGroup* act;  // ngroups per column, columns consecutive
+  const ActGroup* act;  // ngroups per column, columns c_base, c_base + 1, ...
+  int c_base;
   float* out;
   size_t out_stride;
   size_t pf_dist;  // prefetch this many bytes ahead of each row (next rows)
@@ -247,7 +255,7 @@ struct QTile {
     const uint8_t* wr[R];
     const ActGroup* ac[C];
     for (int r = 0; r < R; ++r) wr[r] = w + static_cast<size_t>(r0 + r) * w_stride;
-    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c) * ngroups;
+    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c - c_base) * ngroups;
     __m512 acc[R][C];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -259,25 +267,30 @@ struct QTile {
   }
 };
 
-// Rows ahead to prefetch: the row group after the next (a 4-row group of
-// 2048-wide Q4_0 is 4.6 KB, so this keeps ~9 KB in flight per thread).
-constexpr size_t kPrefetchRows = 8;
+constexpr int kColChunk = 32;
 
 template <typename W, Kind K>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
             int ncols, float* out, size_t out_stride) {
   const int64_t nb = k / 32;
   const int64_t ngroups = (nb + 3) / 4;
-  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * ncols * sizeof(ActGroup)));
-  for (int c = 0; c < ncols; ++c)
-    pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
-                   packed + static_cast<size_t>(c) * ngroups);
-  QTile<W, K> t{ngroups, static_cast<int>(nb - (ngroups - 1) * 4), static_cast<const uint8_t*>(w),
-                w_stride, packed, out, out_stride, kPrefetchRows * w_stride};
-  if (ncols == 1) {
-    for_each_tile<4, 1>(t, nrows, ncols);
-  } else {
-    for_each_tile<4, 4>(t, nrows, ncols);
+  // Columns are repacked kColChunk at a time so the packed activations stay
+  // cache-sized however large the batch is.
+  const int chunk = ncols < kColChunk ? ncols : kColChunk;
+  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
+  QTile<W, K> t{ngroups, static_cast<int>(nb - (ngroups - 1) * 4), static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
+                prefetch_distance(ncols, w_stride)};
+  for (int c0 = 0; c0 < ncols; c0 += chunk) {
+    const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
+    for (int c = c0; c < c1; ++c)
+      pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
+                     packed + static_cast<size_t>(c - c0) * ngroups);
+    t.c_base = c0;
+    if (ncols == 1) {
+      for_each_tile<1, 1>(t, nrows, c0, c1, w_stride);
+    } else {
+      for_each_tile<4, 4>(t, nrows, c0, c1, w_stride);
+    }
   }
 }
 
