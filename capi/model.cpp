@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "bundle/verify.h"
 #include "guard.h"
 #include "handles.h"
 #include "tokenizer/chat_template.h"
@@ -30,6 +31,9 @@ brisk_status brisk_model_open(const char* path, const brisk_model_options* optio
     brisk::ModelOpenOptions mo;
     mo.vocab_only = h->options.vocab_only != 0;
     h->model = brisk::Model::open(path, mo);
+    // ---- conv: verify the embedded checksum manifest on request ----
+    if (h->options.verify) brisk::bundle::verify_gguf_or_throw(h->model->file());
+    // ---- end conv ----
     if (h->options.log_fn && h->options.log_level >= BRISK_LOG_INFO)
       h->options.log_fn(h->options.log_user_data, BRISK_LOG_INFO,
                         ("loaded " + std::string(path) + ": " + h->model->describe()).c_str());

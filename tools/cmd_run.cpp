@@ -54,6 +54,7 @@ int cmd_run(int argc, char** argv) {
     ("system", "system prompt for --chat", cxxopts::value<std::string>()->default_value(""))
     ("chat-template", "chat format for --chat: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
     ("ignore-eos", "keep generating after the end-of-sequence token")
+    ("verify", "check the model's embedded checksums before running")
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
@@ -89,7 +90,10 @@ int cmd_run(int argc, char** argv) {
   if (args.count("file") && !read_file("run", args["file"].as<std::string>(), &prompt)) return 1;
 
   brisk_model* model = nullptr;
-  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), nullptr, &model);
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  mo.verify = args.count("verify") ? 1 : 0;
+  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), &mo, &model);
   if (st != BRISK_OK) return report("run", st);
 
   std::signal(SIGINT, on_sigint);

@@ -6,4 +6,8 @@ int cmd_run(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_convert(int argc, char** argv);
+int cmd_verify(int argc, char** argv);
+int cmd_pack(int argc, char** argv);
+int cmd_unpack(int argc, char** argv);
 }

@@ -20,6 +20,10 @@ const Command kCommands[] = {
     {"bench", "measure prompt and generation speed, single and parallel", brisk::tools::cmd_bench},
     {"tokenize", "show the tokens of a text", brisk::tools::cmd_tokenize},
     {"synth", "write a random-weight model in the shape of a real one", brisk::tools::cmd_synth},
+    {"convert", "convert a Hugging Face or llama2.c checkpoint to GGUF", brisk::tools::cmd_convert},
+    {"verify", "check a model's or bundle's checksums; add a manifest", brisk::tools::cmd_verify},
+    {"pack", "compress a GGUF into a verified .brisk bundle", brisk::tools::cmd_pack},
+    {"unpack", "restore a GGUF from a .brisk bundle, verifying it", brisk::tools::cmd_unpack},
 };
 
 void print_usage(FILE* out) {

@@ -113,6 +113,11 @@ typedef struct brisk_model_options {
    * Also the automatic fallback is never taken: a model with no tensors
    * opens only with this set. Default 0. */
   int32_t vocab_only;
+  /* Non-zero: before opening, recompute every checksum of the file's
+   * embedded manifest (see brisk_verify); a mismatch fails with
+   * BRISK_ERR_CHECKSUM naming what differs, a file without a manifest with
+   * BRISK_ERR_NOT_FOUND. Reads the whole file once. Default 0. */
+  int32_t verify;
 } brisk_model_options;
 
 BRISK_API void brisk_model_options_init(brisk_model_options *options);
@@ -367,6 +372,104 @@ BRISK_API brisk_status brisk_model_open_synthetic(const brisk_synthesize_options
                                                   const brisk_model_options *options, brisk_model **out_model);
 /* The built-in shape names, comma-separated. */
 BRISK_API brisk_status brisk_synthetic_shapes(char *buf, size_t cap, size_t *needed);
+
+/* ==== conversion, checksums and bundles ================================ */
+/* Every GGUF brisk writes carries a checksum manifest in its metadata
+ * (XXH3-128 of each tensor and of the header; keys brisk.manifest.*). A
+ * .brisk bundle is a zstd-compressed GGUF with a manifest in front.
+ * Formats: docs/manifest.md. Outputs are written atomically (temporary file,
+ * then rename): a failed or cancelled call leaves no partial file. */
+
+/* Progress of a long operation: fraction in [0, 1] and what it is doing.
+ * Called on the thread that made the call. */
+typedef void (*brisk_progress_fn)(void *user_data, double fraction, const char *what);
+
+typedef struct brisk_convert_options {
+  uint32_t struct_size;
+  /* Matrix type (brisk_type): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K
+   * or Q6_K. BRISK_TYPE_AUTO (default): the source's float type. 1-D tensors
+   * stay F32; a matrix whose rows do not fit the type's block falls back
+   * (Q8_0/Q4_0/Q4_1 -> F16, K-quants -> Q8_0, else F16), reported to log_fn. */
+  int32_t type;
+  /* general.name. NULL (default): the directory's name for Hugging Face
+   * models, "llama" for llama2.c checkpoints (as llama.cpp names them). */
+  const char *name;
+  /* Worker threads. 0: all cores. */
+  uint32_t n_threads;
+  brisk_progress_fn progress_fn; /* may be NULL */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn; /* checked between pieces of work; may be NULL */
+  void *abort_user_data;
+  brisk_log_fn log_fn; /* warnings (type fallbacks...); may be NULL */
+  void *log_user_data;
+} brisk_convert_options;
+
+BRISK_API void brisk_convert_options_init(brisk_convert_options *options);
+/* Converts a Hugging Face model directory (config.json, model.safetensors or
+ * shards with model.safetensors.index.json, tokenizer.json; Llama, Mistral
+ * and Qwen2) to a GGUF file. */
+BRISK_API brisk_status brisk_convert_hf(const char *hf_dir, const char *out_path,
+                                        const brisk_convert_options *options);
+/* Converts a llama2.c checkpoint (legacy version-0 .bin) and its tokenizer
+ * .bin to a GGUF file laid out as llama.cpp's convert-llama2c-to-ggml does. */
+BRISK_API brisk_status brisk_convert_llama2c(const char *model_path, const char *tokenizer_path,
+                                             const char *out_path, const brisk_convert_options *options);
+
+/* One difference found by brisk_verify: where ("tensor 'blk.0.attn_q.weight'",
+ * "metadata", "padding", "manifest", a bundle segment) and what differs. */
+typedef void (*brisk_mismatch_fn)(void *user_data, const char *where, const char *detail);
+
+typedef struct brisk_verify_options {
+  uint32_t struct_size;
+  uint32_t n_threads; /* 0: all cores */
+  brisk_progress_fn progress_fn;
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_mismatch_fn mismatch_fn; /* may be NULL */
+  void *mismatch_user_data;
+} brisk_verify_options;
+
+BRISK_API void brisk_verify_options_init(brisk_verify_options *options);
+/* Recomputes the checksums of a GGUF file (against its embedded manifest)
+ * or of a .brisk bundle (decompressing it without writing anything).
+ * BRISK_OK: everything matches. BRISK_ERR_CHECKSUM: something differs; each
+ * difference goes to mismatch_fn and brisk_last_error() names the first.
+ * BRISK_ERR_NOT_FOUND: a GGUF without a manifest (see brisk_add_manifest).
+ * bytes_checked (may be NULL) receives the number of bytes hashed. */
+BRISK_API brisk_status brisk_verify(const char *path, const brisk_verify_options *options,
+                                    uint64_t *bytes_checked);
+/* Rewrites a GGUF with a fresh manifest to out_path (NULL: in place). A file
+ * whose existing manifest does not verify is refused (BRISK_ERR_CHECKSUM). */
+BRISK_API brisk_status brisk_add_manifest(const char *path, const char *out_path,
+                                          const brisk_verify_options *options);
+
+typedef struct brisk_pack_options {
+  uint32_t struct_size;
+  int32_t level;         /* zstd level, 1..22. Default 3 */
+  int32_t long_distance; /* zstd long-distance matching: -1 auto (default:
+                            when the file outgrows the level's window), 0 off, 1 on */
+  uint32_t n_threads;    /* 0: all cores */
+  brisk_progress_fn progress_fn;
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_log_fn log_fn; /* warnings; may be NULL */
+  void *log_user_data;
+} brisk_pack_options;
+
+BRISK_API void brisk_pack_options_init(brisk_pack_options *options);
+/* Compresses a GGUF into a .brisk bundle. A GGUF with a manifest is verified
+ * first (BRISK_ERR_CHECKSUM if damaged); one without gets bundle checksums only. */
+BRISK_API brisk_status brisk_pack(const char *gguf_path, const char *bundle_path,
+                                  const brisk_pack_options *options);
+/* Decompresses a bundle, verifying every checksum as it streams; the GGUF
+ * appears at gguf_path only if all of them match (level and long_distance
+ * are not used). A damaged or truncated bundle: BRISK_ERR_CHECKSUM or
+ * BRISK_ERR_BAD_FORMAT, and no output file. */
+BRISK_API brisk_status brisk_unpack(const char *bundle_path, const char *gguf_path,
+                                    const brisk_pack_options *options);
+/* ==== end of conversion, checksums and bundles ========================= */
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,8 @@
 #include "gguf/writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace brisk::gguf {
@@ -55,39 +50,6 @@ void put_value_payload(std::string& s, const Value& v) {
     }
   }
 }
-
-class TempFile {
- public:
-  explicit TempFile(const std::string& target) : target_(target) {
-    tmp_ = target + ".tmp." + std::to_string(::getpid());
-    f_ = std::fopen(tmp_.c_str(), "wb");
-    if (!f_) fail(BRISK_ERR_IO, "cannot create '" + tmp_ + "': " + std::strerror(errno));
-  }
-  ~TempFile() {
-    if (f_) std::fclose(f_);
-    if (!committed_) std::remove(tmp_.c_str());
-  }
-  void write(const void* p, size_t n) {
-    if (n && std::fwrite(p, 1, n, f_) != n) fail(BRISK_ERR_IO, "writing '" + tmp_ + "' failed: " + std::strerror(errno));
-    written_ += n;
-  }
-  uint64_t written() const { return written_; }
-  void commit() {
-    if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0)
-      fail(BRISK_ERR_IO, "writing '" + tmp_ + "' failed: " + std::strerror(errno));
-    std::fclose(f_);
-    f_ = nullptr;
-    if (std::rename(tmp_.c_str(), target_.c_str()) != 0)
-      fail(BRISK_ERR_IO, "cannot rename '" + tmp_ + "' to '" + target_ + "': " + std::strerror(errno));
-    committed_ = true;
-  }
-
- private:
-  std::string target_, tmp_;
-  FILE* f_ = nullptr;
-  uint64_t written_ = 0;
-  bool committed_ = false;
-};
 
 }  // namespace
 
@@ -172,8 +134,8 @@ std::string Writer::header_bytes() const {
   return h;
 }
 
-void Writer::write(const std::string& path, const Producer& produce) const {
-  TempFile out(path);
+void Writer::write(const std::string& path, const Producer& produce, const Finish& finish) const {
+  AtomicFile out(path);
   std::string header = header_bytes();
   out.write(header.data(), header.size());
   static const char zeros[4096] = {};
@@ -194,6 +156,7 @@ void Writer::write(const std::string& path, const Producer& produce) const {
                                    " bytes, expected " + std::to_string(t.n_bytes));
   }
   if (tensors_.empty()) pad_to(data_start);
+  if (finish) finish(out);
   out.commit();
 }
 

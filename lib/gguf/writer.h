@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/tensor_type.h"
 #include "gguf/gguf.h"
 
@@ -36,9 +37,12 @@ class Writer {
   // Called once per tensor, in order; must write exactly the tensor's bytes via `write`.
   using Sink = std::function<void(const void* data, size_t n)>;
   using Producer = std::function<void(size_t tensor_index, const Sink& write)>;
+  // Called after the last tensor, before the rename: may read the complete
+  // temporary file and patch bytes in place (checksums known only at the end).
+  using Finish = std::function<void(AtomicFile& file)>;
   // Writes the file atomically (temporary file + rename); on any failure the
   // target is left untouched and the temporary file removed.
-  void write(const std::string& path, const Producer& produce) const;
+  void write(const std::string& path, const Producer& produce, const Finish& finish = nullptr) const;
 
   // Header bytes (magic .. tensor infos), for hashing without a file.
   std::string header_bytes() const;

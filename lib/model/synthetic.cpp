@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "bundle/manifest.h"
 #include "core/error.h"
 #include "gguf/writer.h"
 #include "quant/quant.h"
@@ -163,7 +164,7 @@ void write_synthetic_model(const SyntheticShape& s, TensorType type, uint64_t se
 
   const int threads = n_threads > 0 ? n_threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<uint8_t> out;
-  w.write(path, [&](size_t i, const gguf::Writer::Sink& sink) {
+  auto produce = [&](size_t i, const gguf::Writer::Sink& sink) {
     const Spec& sp = specs[i];
     if (!sp.matrix) {
       // Vectors are constant (norm weights 1, biases 0): the random
@@ -188,7 +189,11 @@ void write_synthetic_model(const SyntheticShape& s, TensorType type, uint64_t se
     }
     for (std::thread& th : pool) th.join();
     sink(out.data(), out.size());
-  });
+  };
+  // The "source" of a synthetic model is its recipe.
+  const std::string recipe = s.name + " " + type_name(type) + " seed " + std::to_string(seed);
+  bundle::write_with_manifest(w, path, produce, bundle::tool_string("synth"),
+                              [&] { return bundle::hash_bytes(recipe.data(), recipe.size()); });
 }
 
 }  // namespace brisk
