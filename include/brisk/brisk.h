@@ -270,6 +270,50 @@ BRISK_API brisk_status brisk_synthesize_model(const char *path, const brisk_synt
 /* The built-in shape names, comma-separated. */
 BRISK_API brisk_status brisk_synthetic_shapes(char *buf, size_t cap, size_t *needed);
 
+/* ==== quantization, calibration and quality (branch calib) =========== */
+
+/* Progress of a long operation. `stage` names it ("quantize", "calibrate",
+ * "sensitivity", "ppl", "compare"); `done` of `total` units (tensors, tokens,
+ * chunks, prompts); `detail` says what is being worked on (never NULL).
+ * Return non-zero to cancel: the call then returns BRISK_ERR_CANCELLED. */
+typedef int (*brisk_progress_fn)(void *user_data, const char *stage, uint64_t done, uint64_t total,
+                                 const char *detail);
+
+/* Called once per tensor of the output, in file order, as it is written:
+ * types are brisk_type values (GGUF ids); `why` says how the type was chosen
+ * ("default", "mixture rule", "override REGEX", "recipe", "fallback: ..."). */
+typedef void (*brisk_quantize_tensor_fn)(void *user_data, const char *name, int32_t src_type,
+                                         int32_t type, uint64_t n_elements, uint64_t bytes,
+                                         const char *why);
+
+typedef struct brisk_quantize_options {
+  uint32_t struct_size;
+  /* Preset: "q8_0" (default), "q4_0", "q4_1", "q4_k_m", "q4_k_s", "q6_k",
+   * "f16", "bf16", "q4_k", "q5_k", "mixed-4-8". */
+  const char *type;
+  /* Per-tensor overrides "REGEX=TYPE" (e.g. "attn_.*=q8_0"); the first
+   * pattern found in a tensor's name wins. */
+  const char *const *tensor_types;
+  size_t n_tensor_types;
+  uint32_t n_threads; /* 0: all cores */
+  brisk_progress_fn progress_fn;
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_log_fn log_fn; /* warnings (fallbacks, ...); may be NULL */
+  void *log_user_data;
+  brisk_quantize_tensor_fn tensor_fn; /* may be NULL */
+  void *tensor_user_data;
+} brisk_quantize_options;
+
+BRISK_API void brisk_quantize_options_init(brisk_quantize_options *options);
+/* Quantizes a GGUF model (F32/F16/BF16, or quantized with a warning) into a
+ * new GGUF file, written atomically. options may be NULL (q8_0). */
+BRISK_API brisk_status brisk_quantize(const char *input_path, const char *output_path,
+                                      const brisk_quantize_options *options);
+
+/* ==== end of the calib section ======================================== */
+
 #ifdef __cplusplus
 }
 #endif
