@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"run", "generate text from a prompt", brisk::tools::cmd_run},
     {"synth", "write a random-weight model in the shape of a real one", brisk::tools::cmd_synth},
     {"quantize", "quantize a GGUF model (optionally calibrated)", brisk::tools::cmd_quantize},
+    {"ppl", "perplexity and KL divergence against a base model", brisk::tools::cmd_ppl},
 };
 
 void print_usage(FILE* out) {

@@ -312,6 +312,51 @@ BRISK_API void brisk_quantize_options_init(brisk_quantize_options *options);
 BRISK_API brisk_status brisk_quantize(const char *input_path, const char *output_path,
                                       const brisk_quantize_options *options);
 
+/* ---- perplexity and KL divergence ------------------------------------ */
+/* Chunking of the text (see brisk_perplexity). */
+enum {
+  BRISK_PPL_CHUNK_REPLACE_BOS = 0, /* llama-perplexity: tokenize with BOS, chunks of n_ctx, first token := BOS */
+  BRISK_PPL_CHUNK_PREPEND_BOS = 1  /* tokenize without BOS, chunks of n_ctx-1 tokens evaluated as [BOS]+chunk */
+};
+enum {
+  BRISK_PPL_SCORE_SECOND_HALF = 0, /* predictions at positions n_ctx/2 .. n_ctx-2 (llama-perplexity) */
+  BRISK_PPL_SCORE_ALL = 1          /* every prediction of the chunk */
+};
+
+typedef struct brisk_ppl_options {
+  uint32_t struct_size;
+  uint32_t n_ctx;      /* tokens per chunk. 0: min(training context, 512) */
+  uint32_t max_chunks; /* 0: all */
+  int32_t chunking;    /* BRISK_PPL_CHUNK_*. Default REPLACE_BOS */
+  int32_t scoring;     /* BRISK_PPL_SCORE_*. Default SECOND_HALF */
+  int64_t max_chars;   /* only the first N UTF-8 characters of the text; < 0 (default): all */
+  uint32_t n_threads;  /* 0: one per physical core */
+  brisk_progress_fn progress_fn; /* stage "ppl", units: chunks */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+} brisk_ppl_options;
+
+typedef struct brisk_ppl_result brisk_ppl_result;
+
+BRISK_API void brisk_ppl_options_init(brisk_ppl_options *options);
+/* Perplexity of `model` on text (UTF-8, len bytes); with base_model (may be
+ * NULL) also KL(base || model) per scored position, same-top-token rate and
+ * the PPL difference, with standard errors as llama-perplexity prints them. */
+BRISK_API brisk_status brisk_perplexity(const brisk_model *model, const brisk_model *base_model,
+                                        const char *text, size_t len, const brisk_ppl_options *options,
+                                        brisk_ppl_result **out_result);
+/* A figure by name: "ppl", "ppl_error", "mean_nll", "mean_nll_error", "chunks",
+ * "scored_tokens", "text_tokens"; with a base: "base_ppl", "base_ppl_error",
+ * "kld_mean", "kld_error", "kld_median", "kld_p99", "kld_p99.9", "kld_max",
+ * "same_top_pct", "same_top_error", "delta_ppl", "delta_ppl_error",
+ * "ln_ppl_ratio", "ln_ppl_ratio_error". BRISK_ERR_NOT_FOUND otherwise. */
+BRISK_API brisk_status brisk_ppl_result_value(const brisk_ppl_result *result, const char *key, double *out_value);
+/* The whole result as a JSON object (documented in docs/calibration.md). */
+BRISK_API brisk_status brisk_ppl_result_json(const brisk_ppl_result *result, char *buf, size_t cap,
+                                             size_t *needed);
+BRISK_API void brisk_ppl_result_free(brisk_ppl_result *result);
+
 /* ==== end of the calib section ======================================== */
 
 #ifdef __cplusplus
