@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "calibration/compare.h"
 #include "calibration/ppl.h"
 #include "guard.h"
 #include "handles.h"
@@ -11,6 +12,11 @@ using brisk::capi::guard;
 using brisk::capi::require;
 
 struct brisk_ppl_result {
+  std::map<std::string, double> values;
+  std::string json;
+};
+
+struct brisk_compare_result {
   std::map<std::string, double> values;
   std::string json;
 };
@@ -102,5 +108,69 @@ brisk_status brisk_ppl_result_json(const brisk_ppl_result* r, char* buf, size_t 
 }
 
 void brisk_ppl_result_free(brisk_ppl_result* r) { delete r; }
+
+void brisk_compare_options_init(brisk_compare_options* o) {
+  if (!o) return;
+  *o = brisk_compare_options{};
+  o->struct_size = sizeof(*o);
+  o->n_predict = 64;
+  o->stop_at_eos = 1;
+}
+
+brisk_status brisk_compare(const brisk_model* a, const brisk_model* b, const char* const* prompts, size_t n,
+                           const brisk_compare_options* options, brisk_compare_result** out) {
+  return guard([&] {
+    require(out, "out_result");
+    *out = nullptr;
+    require(a, "model_a");
+    require(b, "model_b");
+    if (n > 0) require(prompts, "prompts");
+    const brisk_compare_options o = brisk::capi::merge_options(options, brisk_compare_options_init);
+    if (o.n_predict < 0 || o.n_threads > 4096 || o.n_ctx > (1u << 24))
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "compare options out of range");
+    std::vector<std::string> ps;
+    for (size_t i = 0; i < n; ++i) {
+      require(prompts[i], "prompts[i]");
+      ps.emplace_back(prompts[i]);
+    }
+    brisk::calib::CompareOptions c;
+    c.n_predict = o.n_predict;
+    c.n_ctx = static_cast<int>(o.n_ctx);
+    c.n_threads = static_cast<int>(o.n_threads);
+    c.stop_at_eos = o.stop_at_eos != 0;
+    c.progress = [&o](uint64_t done, uint64_t total) {
+      if (o.abort_fn && o.abort_fn(o.abort_user_data)) return false;
+      return !(o.progress_fn && o.progress_fn(o.progress_user_data, "compare", done, total, ""));
+    };
+    const brisk::calib::CompareResult r = brisk::calib::compare_models(*a->model, *b->model, ps, c);
+    auto h = std::make_unique<brisk_compare_result>();
+    h->values["prompts"] = static_cast<double>(r.prompts.size());
+    h->values["identical_pct"] = r.identical_pct;
+    h->values["diverging"] = r.n_diverging;
+    h->values["mean_first_divergence_token"] = r.mean_first_divergence_token;
+    h->json = brisk::calib::compare_json(r, a->model->file().path(), b->model->file().path());
+    *out = h.release();
+  });
+}
+
+brisk_status brisk_compare_result_value(const brisk_compare_result* r, const char* key, double* out) {
+  return guard([&] {
+    require(r, "result");
+    require(key, "key");
+    require(out, "out_value");
+    auto it = r->values.find(key);
+    if (it == r->values.end()) brisk::fail(BRISK_ERR_NOT_FOUND, std::string("no figure '") + key + "' in this result");
+    *out = it->second;
+  });
+}
+
+brisk_status brisk_compare_result_json(const brisk_compare_result* r, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(r, "result");
+    brisk::capi::copy_text_out(r->json, buf, cap, needed);
+  });
+}
+
+void brisk_compare_result_free(brisk_compare_result* r) { delete r; }
 
 }  // extern "C"

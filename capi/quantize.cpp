@@ -2,6 +2,7 @@
 // calibrated paths) underneath.
 #include <string>
 
+#include "calibration/calibrated.h"
 #include "guard.h"
 #include "handles.h"
 #include "quantize/quantize.h"
@@ -47,7 +48,31 @@ void run_quantize(const char* in, const char* out, const brisk_quantize_options&
   q.plan.overrides = parse_overrides(o.tensor_types, o.n_tensor_types);
   q.n_threads = static_cast<int>(o.n_threads);
   wire_callbacks(o, q);
-  quantize::quantize_model(in, out, q);
+  if (!o.calibration) {
+    if (o.target_size || o.target_bpw > 0 || o.eval_file)
+      fail(BRISK_ERR_INVALID_ARGUMENT, "a size target or evaluation needs calibration statistics");
+    quantize::quantize_model(in, out, q);
+    return;
+  }
+  calib::CalibratedOptions c;
+  c.quant = q;
+  c.stats_path = o.calibration;
+  if (!(o.target_bpw >= 0 && o.target_bpw <= 32)) fail(BRISK_ERR_INVALID_ARGUMENT, "target_bpw out of range");
+  if (o.target_size && o.target_bpw > 0) fail(BRISK_ERR_INVALID_ARGUMENT, "give target_size or target_bpw, not both");
+  c.target_size = o.target_size;
+  c.target_bpw = o.target_bpw;
+  c.measure_kl = o.sensitivity_proxy_only == 0;
+  c.sensitivity_tokens = o.sensitivity_tokens ? o.sensitivity_tokens : 1024;
+  c.report = o.report != 0;
+  if (o.eval_file) c.eval_file = o.eval_file;
+  c.eval_on_calib = o.eval_on_calib != 0;
+  c.eval_max_chunks = o.eval_max_chunks == 0 ? 64 : o.eval_max_chunks == UINT32_MAX ? 0 : static_cast<int>(o.eval_max_chunks);
+  c.progress = [&o](const char* stage, uint64_t done, uint64_t total, const std::string& what) {
+    if (o.abort_fn && o.abort_fn(o.abort_user_data)) return false;
+    return !(o.progress_fn && o.progress_fn(o.progress_user_data, stage, done, total, what.c_str()));
+  };
+  c.warn = q.warn;
+  calib::quantize_calibrated(in, out, c);
 }
 
 }  // namespace brisk::capi
@@ -59,6 +84,7 @@ void brisk_quantize_options_init(brisk_quantize_options* o) {
   *o = brisk_quantize_options{};
   o->struct_size = sizeof(*o);
   o->type = "q8_0";
+  o->report = 1;
 }
 
 brisk_status brisk_quantize(const char* in, const char* out, const brisk_quantize_options* options) {

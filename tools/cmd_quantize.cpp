@@ -82,6 +82,16 @@ int cmd_quantize(int argc, char** argv) {
      cxxopts::value<std::string>()->default_value("q8_0"))
     ("tensor-type", "override by regex: 'attn_.*=q8_0' (repeatable; first match wins)",
      cxxopts::value<std::vector<std::string>>())
+    ("calibration", "statistics from brisk calibrate (or a llama-imatrix GGUF)", cxxopts::value<std::string>())
+    ("target-size", "automatic per-tensor types within this file size (bytes or K/M/G)", cxxopts::value<std::string>())
+    ("target-bpw", "automatic per-tensor types within this many bits per weight", cxxopts::value<double>())
+    ("sensitivity", "kl (measure on calibration text) or proxy (weighted error only)",
+     cxxopts::value<std::string>()->default_value("kl"))
+    ("sensitivity-tokens", "calibration tokens for the KL measurement", cxxopts::value<uint32_t>()->default_value("1024"))
+    ("no-report", "do not write OUT.report.md / OUT.report.json")
+    ("eval-file", "evaluate on this text instead of the held-out split", cxxopts::value<std::string>())
+    ("eval-on-calib", "evaluate on the calibration text (figures will be optimistic)")
+    ("eval-chunks", "chunks evaluated for the report (0 = all)", cxxopts::value<uint32_t>()->default_value("64"))
     ("t,threads", "threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
     ("q,quiet", "no per-tensor progress lines")
     ("h,help", "show this help");
@@ -126,11 +136,42 @@ int cmd_quantize(int argc, char** argv) {
   o.log_fn = on_log;
   o.tensor_fn = on_tensor;
   o.tensor_user_data = &st;
+  std::string calibration, eval_file;
+  if (args.count("calibration")) {
+    calibration = args["calibration"].as<std::string>();
+    o.calibration = calibration.c_str();
+  }
+  if (args.count("target-size") && !parse_size(args["target-size"].as<std::string>(), &o.target_size)) {
+    std::fprintf(stderr, "brisk quantize: error: bad --target-size (bytes, or with K/M/G)\n");
+    return 2;
+  }
+  if (args.count("target-bpw")) o.target_bpw = args["target-bpw"].as<double>();
+  const std::string sens = args["sensitivity"].as<std::string>();
+  if (sens != "kl" && sens != "proxy") {
+    std::fprintf(stderr, "brisk quantize: error: --sensitivity is kl or proxy\n");
+    return 2;
+  }
+  o.sensitivity_proxy_only = sens == "proxy";
+  o.sensitivity_tokens = args["sensitivity-tokens"].as<uint32_t>();
+  o.report = args.count("no-report") ? 0 : 1;
+  if (args.count("eval-file")) {
+    eval_file = args["eval-file"].as<std::string>();
+    o.eval_file = eval_file.c_str();
+  }
+  o.eval_on_calib = args.count("eval-on-calib") ? 1 : 0;
+  const uint32_t eval_chunks = args["eval-chunks"].as<uint32_t>();
+  o.eval_max_chunks = eval_chunks == 0 ? UINT32_MAX : eval_chunks;
   std::signal(SIGINT, on_sigint);
   const double t0 = now_seconds();
   const brisk_status rc = brisk_quantize(in.c_str(), out.c_str(), &o);
   if (rc != BRISK_OK) return report("quantize", rc);
   print_table(st, out);
+  if (o.calibration && o.report) {
+    std::string base = out;
+    if (base.size() > 5 && base.compare(base.size() - 5, 5, ".gguf") == 0) base.resize(base.size() - 5);
+    std::string md;
+    if (read_file("quantize", base + ".report.md", &md)) std::printf("\n%s", md.c_str());
+  }
   std::fprintf(stderr, "quantized in %.2f s\n", now_seconds() - t0);
   return 0;
 }

@@ -6,4 +6,6 @@ int cmd_run(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_ppl(int argc, char** argv);
+int cmd_calibrate(int argc, char** argv);
+int cmd_compare(int argc, char** argv);
 }

@@ -19,6 +19,8 @@ const Command kCommands[] = {
     {"run", "generate text from a prompt", brisk::tools::cmd_run},
     {"synth", "write a random-weight model in the shape of a real one", brisk::tools::cmd_synth},
     {"quantize", "quantize a GGUF model (optionally calibrated)", brisk::tools::cmd_quantize},
+    {"calibrate", "record activation statistics over your text", brisk::tools::cmd_calibrate},
+    {"compare", "greedy outputs of two models side by side", brisk::tools::cmd_compare},
     {"ppl", "perplexity and KL divergence against a base model", brisk::tools::cmd_ppl},
 };
 

@@ -304,6 +304,29 @@ typedef struct brisk_quantize_options {
   void *log_user_data;
   brisk_quantize_tensor_fn tensor_fn; /* may be NULL */
   void *tensor_user_data;
+  /* Calibration statistics from brisk_calibrate (or a llama-imatrix GGUF):
+   * every 4- to 8-bit matrix is quantized weighted by its mean squared
+   * activations. NULL (default): no calibration; the fields below need it. */
+  const char *calibration;
+  /* Automatic per-tensor precision: choose each matrix's type among Q4_0,
+   * Q4_K, Q5_K, Q6_K, Q8_0 to minimise the predicted damage (KL divergence)
+   * with the output file at most target_size bytes, or target_bpw bits per
+   * weight over all tensors. 0: off (the preset's recipe). */
+  uint64_t target_size;
+  double target_bpw;
+  /* Non-zero: rank tensors by importance-weighted error only, without
+   * measuring KL on the calibration text (faster, less exact). Default 0. */
+  int32_t sensitivity_proxy_only;
+  uint32_t sensitivity_tokens; /* calibration tokens for the KL measurement. 0: 1024 */
+  /* Write OUT.report.md and OUT.report.json (data hashes, recipe, size,
+   * PPL and KL against the input on held-out text). Default 1. */
+  int32_t report;
+  /* Evaluate on this text instead of the held-out split (refused if it is
+   * calibration data, unless eval_on_calib). */
+  const char *eval_file;
+  /* Non-zero: evaluate on the calibration text; the report says so loudly. */
+  int32_t eval_on_calib;
+  uint32_t eval_max_chunks; /* 0: 64; UINT32_MAX: all */
 } brisk_quantize_options;
 
 BRISK_API void brisk_quantize_options_init(brisk_quantize_options *options);
@@ -311,6 +334,39 @@ BRISK_API void brisk_quantize_options_init(brisk_quantize_options *options);
  * new GGUF file, written atomically. options may be NULL (q8_0). */
 BRISK_API brisk_status brisk_quantize(const char *input_path, const char *output_path,
                                       const brisk_quantize_options *options);
+
+/* ---- calibration ------------------------------------------------------ */
+typedef struct brisk_calibrate_options {
+  uint32_t struct_size;
+  /* Text files, JSONL files (.jsonl/.ndjson: one object per line) or
+   * directories of them (every file, sorted by path). */
+  const char *const *data_paths;
+  size_t n_data_paths;
+  const char *jsonl_field; /* the text field of JSONL records. Default "text" */
+  uint32_t n_ctx;          /* tokens per chunk. 0: min(training context, 512) */
+  uint64_t max_tokens;     /* token budget (evenly spaced chunks). 0: all */
+  /* Share of each file (its tail, cut at a line or record) kept out of the
+   * statistics for evaluation. Default 0.1. */
+  float holdout;
+  int32_t resume; /* non-zero: continue the partial file at output_path */
+  uint32_t n_threads;
+  uint32_t checkpoint_seconds; /* partial file saved this often. 0: 60 */
+  brisk_progress_fn progress_fn; /* stage "calibrate", units: tokens */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_log_fn log_fn;
+  void *log_user_data;
+} brisk_calibrate_options;
+
+BRISK_API void brisk_calibrate_options_init(brisk_calibrate_options *options);
+/* Runs the model (F32/F16 preferred) over the data and writes activation
+ * statistics to output_path (GGUF, llama.cpp imatrix layout plus
+ * brisk.calibration.* keys; docs/calibration.md). When cancelled, the
+ * statistics so far are saved as a partial file (resume it with `resume`)
+ * and BRISK_ERR_CANCELLED is returned. */
+BRISK_API brisk_status brisk_calibrate(const char *model_path, const char *output_path,
+                                       const brisk_calibrate_options *options);
 
 /* ---- perplexity and KL divergence ------------------------------------ */
 /* Chunking of the text (see brisk_perplexity). */
@@ -356,6 +412,35 @@ BRISK_API brisk_status brisk_ppl_result_value(const brisk_ppl_result *result, co
 BRISK_API brisk_status brisk_ppl_result_json(const brisk_ppl_result *result, char *buf, size_t cap,
                                              size_t *needed);
 BRISK_API void brisk_ppl_result_free(brisk_ppl_result *result);
+
+/* ---- comparing two models' greedy outputs ------------------------------ */
+typedef struct brisk_compare_options {
+  uint32_t struct_size;
+  int32_t n_predict;   /* tokens generated per prompt and model. Default 64 */
+  uint32_t n_ctx;      /* 0: min(training context, 4096) */
+  uint32_t n_threads;  /* 0: one per physical core */
+  int32_t stop_at_eos; /* Default 1 */
+  brisk_progress_fn progress_fn; /* stage "compare", units: prompts */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+} brisk_compare_options;
+
+typedef struct brisk_compare_result brisk_compare_result;
+
+BRISK_API void brisk_compare_options_init(brisk_compare_options *options);
+/* Generates greedily from both models for each prompt (with BOS) and compares. */
+BRISK_API brisk_status brisk_compare(const brisk_model *model_a, const brisk_model *model_b,
+                                     const char *const *prompts, size_t n_prompts,
+                                     const brisk_compare_options *options, brisk_compare_result **out_result);
+/* "prompts", "identical_pct", "diverging", "mean_first_divergence_token". */
+BRISK_API brisk_status brisk_compare_result_value(const brisk_compare_result *result, const char *key,
+                                                  double *out_value);
+/* Per prompt: identical, first divergence (tokens and characters), both
+ * texts and token ids; plus the totals. */
+BRISK_API brisk_status brisk_compare_result_json(const brisk_compare_result *result, char *buf, size_t cap,
+                                                 size_t *needed);
+BRISK_API void brisk_compare_result_free(brisk_compare_result *result);
 
 /* ==== end of the calib section ======================================== */
 
