@@ -50,7 +50,10 @@ TEST_CASE("ppl: stories260K files reproduce the reference perplexities", "[ppl]"
     CHECK(value(r, "text_tokens") == ref["n_text_tokens"].get<double>());
     const double want = ref["perplexity"].get<double>();
     CHECK(std::abs(value(r, "ppl") / want - 1) < 0.005);  // the bar: 0.5 %
-    CHECK(std::abs(value(r, "ppl") / want - 1) < 2e-4);   // what brisk actually reaches
+    // F32/F16 agree to 1e-4; quantized files differ a little more because
+    // brisk (like llama.cpp) quantizes activations to Q8 in its dot products
+    // while the reference computes in float64.
+    CHECK(std::abs(value(r, "ppl") / want - 1) < 2.5e-3);
     brisk_ppl_result_free(r);
     brisk_model_close(m);
   }
