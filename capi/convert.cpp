@@ -26,7 +26,7 @@ brisk::convert::ConvertOptions to_internal(const brisk_convert_options& o) {
 }
 
 brisk::bundle::Job job_of(const brisk_convert_options& o) {
-  return brisk::capi::make_job(o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data,
+  return brisk::capi::make_job("convert", o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data,
                                o.log_fn, o.log_user_data);
 }
 

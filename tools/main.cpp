@@ -24,6 +24,10 @@ const Command kCommands[] = {
     {"verify", "check a model's or bundle's checksums; add a manifest", brisk::tools::cmd_verify},
     {"pack", "compress a GGUF into a verified .brisk bundle", brisk::tools::cmd_pack},
     {"unpack", "restore a GGUF from a .brisk bundle, verifying it", brisk::tools::cmd_unpack},
+    {"quantize", "quantize a GGUF model (optionally calibrated)", brisk::tools::cmd_quantize},
+    {"calibrate", "record activation statistics over your text", brisk::tools::cmd_calibrate},
+    {"compare", "greedy outputs of two models side by side", brisk::tools::cmd_compare},
+    {"ppl", "perplexity and KL divergence against a base model", brisk::tools::cmd_ppl},
 };
 
 void print_usage(FILE* out) {

@@ -98,6 +98,12 @@ typedef enum brisk_log_level {
 typedef void (*brisk_log_fn)(void *user_data, brisk_log_level level, const char *message);
 /* Return non-zero to cancel the operation (it then returns BRISK_ERR_CANCELLED). */
 typedef int (*brisk_abort_fn)(void *user_data);
+/* Progress of a long operation. `stage` names it ("convert", "verify", "pack", "unpack",
+ * "quantize", "calibrate", "sensitivity", "ppl", "compare"); `done` of `total` units (bytes, tensors,
+ * tokens, chunks, prompts); `detail` says what is being worked on (never NULL).
+ * Return non-zero to cancel: the call then returns BRISK_ERR_CANCELLED. */
+typedef int (*brisk_progress_fn)(void *user_data, const char *stage, uint64_t done, uint64_t total,
+                                 const char *detail);
 
 /* ---- model ------------------------------------------------------------ */
 typedef struct brisk_model brisk_model;
@@ -380,9 +386,6 @@ BRISK_API brisk_status brisk_synthetic_shapes(char *buf, size_t cap, size_t *nee
  * Formats: docs/manifest.md. Outputs are written atomically (temporary file,
  * then rename): a failed or cancelled call leaves no partial file. */
 
-/* Progress of a long operation: fraction in [0, 1] and what it is doing.
- * Called on the thread that made the call. */
-typedef void (*brisk_progress_fn)(void *user_data, double fraction, const char *what);
 
 typedef struct brisk_convert_options {
   uint32_t struct_size;
@@ -470,6 +473,174 @@ BRISK_API brisk_status brisk_pack(const char *gguf_path, const char *bundle_path
 BRISK_API brisk_status brisk_unpack(const char *bundle_path, const char *gguf_path,
                                     const brisk_pack_options *options);
 /* ==== end of conversion, checksums and bundles ========================= */
+
+/* ==== quantization, calibration and quality (branch calib) =========== */
+
+
+/* Called once per tensor of the output, in file order, as it is written:
+ * types are brisk_type values (GGUF ids); `why` says how the type was chosen
+ * ("default", "mixture rule", "override REGEX", "recipe", "fallback: ..."). */
+typedef void (*brisk_quantize_tensor_fn)(void *user_data, const char *name, int32_t src_type,
+                                         int32_t type, uint64_t n_elements, uint64_t bytes,
+                                         const char *why);
+
+typedef struct brisk_quantize_options {
+  uint32_t struct_size;
+  /* Preset: "q8_0" (default), "q4_0", "q4_1", "q4_k_m", "q4_k_s", "q6_k",
+   * "f16", "bf16", "q4_k", "q5_k", "mixed-4-8". */
+  const char *type;
+  /* Per-tensor overrides "REGEX=TYPE" (e.g. "attn_.*=q8_0"); the first
+   * pattern found in a tensor's name wins. */
+  const char *const *tensor_types;
+  size_t n_tensor_types;
+  uint32_t n_threads; /* 0: all cores */
+  brisk_progress_fn progress_fn;
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_log_fn log_fn; /* warnings (fallbacks, ...); may be NULL */
+  void *log_user_data;
+  brisk_quantize_tensor_fn tensor_fn; /* may be NULL */
+  void *tensor_user_data;
+  /* Calibration statistics from brisk_calibrate (or a llama-imatrix GGUF):
+   * every 4- to 8-bit matrix is quantized weighted by its mean squared
+   * activations. NULL (default): no calibration; the fields below need it. */
+  const char *calibration;
+  /* Automatic per-tensor precision: choose each matrix's type among Q4_0,
+   * Q4_K, Q5_K, Q6_K, Q8_0 to minimise the predicted damage (KL divergence)
+   * with the output file at most target_size bytes, or target_bpw bits per
+   * weight over all tensors. 0: off (the preset's recipe). */
+  uint64_t target_size;
+  double target_bpw;
+  /* Non-zero: rank tensors by importance-weighted error only, without
+   * measuring KL on the calibration text (faster, less exact). Default 0. */
+  int32_t sensitivity_proxy_only;
+  uint32_t sensitivity_tokens; /* calibration tokens for the KL measurement. 0: 1024 */
+  /* Write OUT.report.md and OUT.report.json (data hashes, recipe, size,
+   * PPL and KL against the input on held-out text). Default 1. */
+  int32_t report;
+  /* Evaluate on this text instead of the held-out split (refused if it is
+   * calibration data, unless eval_on_calib). */
+  const char *eval_file;
+  /* Non-zero: evaluate on the calibration text; the report says so loudly. */
+  int32_t eval_on_calib;
+  uint32_t eval_max_chunks; /* 0: 64; UINT32_MAX: all */
+} brisk_quantize_options;
+
+BRISK_API void brisk_quantize_options_init(brisk_quantize_options *options);
+/* Quantizes a GGUF model (F32/F16/BF16, or quantized with a warning) into a
+ * new GGUF file, written atomically. options may be NULL (q8_0). */
+BRISK_API brisk_status brisk_quantize(const char *input_path, const char *output_path,
+                                      const brisk_quantize_options *options);
+
+/* ---- calibration ------------------------------------------------------ */
+typedef struct brisk_calibrate_options {
+  uint32_t struct_size;
+  /* Text files, JSONL files (.jsonl/.ndjson: one object per line) or
+   * directories of them (every file, sorted by path). */
+  const char *const *data_paths;
+  size_t n_data_paths;
+  const char *jsonl_field; /* the text field of JSONL records. Default "text" */
+  uint32_t n_ctx;          /* tokens per chunk. 0: min(training context, 512) */
+  uint64_t max_tokens;     /* token budget (evenly spaced chunks). 0: all */
+  /* Share of each file (its tail, cut at a line or record) kept out of the
+   * statistics for evaluation. Default 0.1. */
+  float holdout;
+  int32_t resume; /* non-zero: continue the partial file at output_path */
+  uint32_t n_threads;
+  uint32_t checkpoint_seconds; /* partial file saved this often. 0: 60 */
+  brisk_progress_fn progress_fn; /* stage "calibrate", units: tokens */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_log_fn log_fn;
+  void *log_user_data;
+} brisk_calibrate_options;
+
+BRISK_API void brisk_calibrate_options_init(brisk_calibrate_options *options);
+/* Runs the model (F32/F16 preferred) over the data and writes activation
+ * statistics to output_path (GGUF, llama.cpp imatrix layout plus
+ * brisk.calibration.* keys; docs/calibration.md). When cancelled, the
+ * statistics so far are saved as a partial file (resume it with `resume`)
+ * and BRISK_ERR_CANCELLED is returned. */
+BRISK_API brisk_status brisk_calibrate(const char *model_path, const char *output_path,
+                                       const brisk_calibrate_options *options);
+
+/* ---- perplexity and KL divergence ------------------------------------ */
+/* Chunking of the text (see brisk_perplexity). */
+enum {
+  BRISK_PPL_CHUNK_REPLACE_BOS = 0, /* llama-perplexity: tokenize with BOS, chunks of n_ctx, first token := BOS */
+  BRISK_PPL_CHUNK_PREPEND_BOS = 1  /* tokenize without BOS, chunks of n_ctx-1 tokens evaluated as [BOS]+chunk */
+};
+enum {
+  BRISK_PPL_SCORE_SECOND_HALF = 0, /* predictions at positions n_ctx/2 .. n_ctx-2 (llama-perplexity) */
+  BRISK_PPL_SCORE_ALL = 1          /* every prediction of the chunk */
+};
+
+typedef struct brisk_ppl_options {
+  uint32_t struct_size;
+  uint32_t n_ctx;      /* tokens per chunk. 0: min(training context, 512) */
+  uint32_t max_chunks; /* 0: all */
+  int32_t chunking;    /* BRISK_PPL_CHUNK_*. Default REPLACE_BOS */
+  int32_t scoring;     /* BRISK_PPL_SCORE_*. Default SECOND_HALF */
+  int64_t max_chars;   /* only the first N UTF-8 characters of the text; < 0 (default): all */
+  uint32_t n_threads;  /* 0: one per physical core */
+  brisk_progress_fn progress_fn; /* stage "ppl", units: chunks */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+} brisk_ppl_options;
+
+typedef struct brisk_ppl_result brisk_ppl_result;
+
+BRISK_API void brisk_ppl_options_init(brisk_ppl_options *options);
+/* Perplexity of `model` on text (UTF-8, len bytes); with base_model (may be
+ * NULL) also KL(base || model) per scored position, same-top-token rate and
+ * the PPL difference, with standard errors as llama-perplexity prints them. */
+BRISK_API brisk_status brisk_perplexity(const brisk_model *model, const brisk_model *base_model,
+                                        const char *text, size_t len, const brisk_ppl_options *options,
+                                        brisk_ppl_result **out_result);
+/* A figure by name: "ppl", "ppl_error", "mean_nll", "mean_nll_error", "chunks",
+ * "scored_tokens", "text_tokens"; with a base: "base_ppl", "base_ppl_error",
+ * "kld_mean", "kld_error", "kld_median", "kld_p99", "kld_p99.9", "kld_max",
+ * "same_top_pct", "same_top_error", "delta_ppl", "delta_ppl_error",
+ * "ln_ppl_ratio", "ln_ppl_ratio_error". BRISK_ERR_NOT_FOUND otherwise. */
+BRISK_API brisk_status brisk_ppl_result_value(const brisk_ppl_result *result, const char *key, double *out_value);
+/* The whole result as a JSON object (documented in docs/calibration.md). */
+BRISK_API brisk_status brisk_ppl_result_json(const brisk_ppl_result *result, char *buf, size_t cap,
+                                             size_t *needed);
+BRISK_API void brisk_ppl_result_free(brisk_ppl_result *result);
+
+/* ---- comparing two models' greedy outputs ------------------------------ */
+typedef struct brisk_compare_options {
+  uint32_t struct_size;
+  int32_t n_predict;   /* tokens generated per prompt and model. Default 64 */
+  uint32_t n_ctx;      /* 0: min(training context, 4096) */
+  uint32_t n_threads;  /* 0: one per physical core */
+  int32_t stop_at_eos; /* Default 1 */
+  brisk_progress_fn progress_fn; /* stage "compare", units: prompts */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+} brisk_compare_options;
+
+typedef struct brisk_compare_result brisk_compare_result;
+
+BRISK_API void brisk_compare_options_init(brisk_compare_options *options);
+/* Generates greedily from both models for each prompt (with BOS) and compares. */
+BRISK_API brisk_status brisk_compare(const brisk_model *model_a, const brisk_model *model_b,
+                                     const char *const *prompts, size_t n_prompts,
+                                     const brisk_compare_options *options, brisk_compare_result **out_result);
+/* "prompts", "identical_pct", "diverging", "mean_first_divergence_token". */
+BRISK_API brisk_status brisk_compare_result_value(const brisk_compare_result *result, const char *key,
+                                                  double *out_value);
+/* Per prompt: identical, first divergence (tokens and characters), both
+ * texts and token ids; plus the totals. */
+BRISK_API brisk_status brisk_compare_result_json(const brisk_compare_result *result, char *buf, size_t cap,
+                                                 size_t *needed);
+BRISK_API void brisk_compare_result_free(brisk_compare_result *result);
+
+/* ==== end of the calib section ======================================== */
 
 #ifdef __cplusplus
 }
