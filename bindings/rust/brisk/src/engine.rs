@@ -220,8 +220,9 @@ pub enum SequenceState {
 pub struct Sequence<'e> {
     raw: NonNull<sys::brisk_sequence>,
     engine: &'e Engine<'e>,
-    /// The token callback, plus any a failed generate may still reference.
-    slots: Vec<*mut (dyn ErasedSlot + 'e)>,
+    /// The token callback, plus any a failed generate may still reference
+    /// (NonNull, unlike *mut, keeps Sequence covariant in 'e).
+    slots: Vec<NonNull<dyn ErasedSlot + 'e>>,
 }
 
 impl<'e> Sequence<'e> {
@@ -288,13 +289,13 @@ impl<'e> Sequence<'e> {
         }
         // On failure brisk may have stored the new callback already: keep it
         // until the sequence is freed.
-        self.slots.push(slot as *mut (dyn ErasedSlot + 'e));
+        self.slots.push(unsafe { NonNull::new_unchecked(slot as *mut (dyn ErasedSlot + 'e)) });
         r
     }
 
     fn drop_slots(&mut self) {
         for s in self.slots.drain(..) {
-            unsafe { drop(Box::from_raw(s)) };
+            unsafe { drop(Box::from_raw(s.as_ptr())) };
         }
     }
 
@@ -333,9 +334,9 @@ impl Drop for Sequence<'_> {
             let mut dead = Vec::with_capacity(self.slots.len());
             for s in self.slots.drain(..) {
                 unsafe {
-                    (*s).kill();
+                    s.as_ref().kill();
                     // Killed: nothing of lifetime 'e is left in the slot.
-                    dead.push(std::mem::transmute::<*mut (dyn ErasedSlot + '_), DeadSlot>(s));
+                    dead.push(std::mem::transmute::<*mut (dyn ErasedSlot + '_), DeadSlot>(s.as_ptr()));
                 }
             }
             self.engine.deferred.borrow_mut().push((self.raw, dead));
