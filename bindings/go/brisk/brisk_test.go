@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 const lily = "Once upon a time, there was a little girl named Lily."
@@ -648,4 +650,44 @@ func TestSyntheticModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2.Close()
+}
+
+// Sequences dropped without Close are freed by the engine (on its own
+// goroutine) once the GC finds them, so their slots come back.
+func TestEngineCollectsUnreachableSequences(t *testing.T) {
+	m := openStories(t)
+	e, err := m.NewEngine(engineOpts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	func() {
+		for i := 0; i < 2; i++ {
+			s, err := e.NewSequence()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := DefaultGenerateOptions()
+			g.OnToken = func(int32, string) bool { return true }
+			s.AddText("The little dog", AddBOS)
+			if err := s.Generate(nil, &g); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	if _, err := e.NewSequence(); !errors.Is(err, StatusOutOfMemory) {
+		t.Fatalf("a third sequence in two slots: %v", err)
+	}
+	for i := 0; i < 100; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if s, err := e.NewSequence(); err == nil {
+			if len(e.handles) != 0 {
+				t.Fatalf("%d callback handles left", len(e.handles))
+			}
+			s.Close()
+			return
+		}
+	}
+	t.Fatal("unreachable sequences were never freed")
 }
