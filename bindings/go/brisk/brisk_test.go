@@ -533,7 +533,8 @@ func TestSequenceCloseInsideCallback(t *testing.T) {
 	if err := a.Generate(&greedy, &g); err != nil {
 		t.Fatal(err)
 	}
-	g.OnToken = nil
+	bCalls := 0
+	g.OnToken = func(int32, string) bool { bCalls++; return true }
 	if err := b.Generate(&greedy, &g); err != nil {
 		t.Fatal(err)
 	}
@@ -545,6 +546,9 @@ func TestSequenceCloseInsideCallback(t *testing.T) {
 	}
 	if b.State() != SeqFinished {
 		t.Fatal("b still open")
+	}
+	if bCalls > 1 { // at most once: when b came before a in the first step
+		t.Fatalf("b's callback ran %d times after it was closed", bCalls)
 	}
 	// Its slot is free again: two new sequences fit (a is finished and
 	// gave its slot back too).

@@ -51,7 +51,7 @@ type abortCallback struct {
 type tokenCallback struct {
 	fn    func(token int32, text string) bool
 	panic *panicSlot // shared by the sequences of one engine
-	dead  bool       // this callback panicked: stop its generation only
+	dead  bool       // panicked, or its sequence was closed: only "stop" from now on
 }
 
 //export briskGoLog

@@ -303,6 +303,11 @@ func (s *Sequence) Close() error {
 		return nil // freed with the engine
 	}
 	if e.inCallback {
+		// brisk may still reach the sequence in this step: silence its
+		// callback now, free it when the step returns.
+		for _, h := range e.handles[p] {
+			h.Value().(*tokenCallback).dead = true
+		}
 		e.deferred = append(e.deferred, p)
 		return nil
 	}
