@@ -24,7 +24,7 @@ brisk::bundle::Job job_of(const brisk_pack_options& o, const char* stage) {
 
 extern "C" {
 
-void brisk_verify_options_init(brisk_verify_options* o) {
+static void fill_verify_options(brisk_verify_options* o) {
   if (!o) return;
   *o = brisk_verify_options{};
   o->struct_size = sizeof(*o);
@@ -34,7 +34,7 @@ brisk_status brisk_verify(const char* path, const brisk_verify_options* options,
   return guard([&] {
     require(path, "path");
     if (bytes_checked) *bytes_checked = 0;
-    const brisk_verify_options o = brisk::capi::merge_options(options, brisk_verify_options_init);
+    const brisk_verify_options o = brisk::capi::merge_options(options, [](brisk_verify_options* p) { brisk_verify_options_init(p); });
     const brisk::bundle::Job job = job_of(o, "verify");
     brisk::bundle::VerifyResult r;
     if (brisk::bundle::is_bundle(path)) {
@@ -59,12 +59,12 @@ brisk_status brisk_verify(const char* path, const brisk_verify_options* options,
 brisk_status brisk_add_manifest(const char* path, const char* out_path, const brisk_verify_options* options) {
   return guard([&] {
     require(path, "path");
-    const brisk_verify_options o = brisk::capi::merge_options(options, brisk_verify_options_init);
+    const brisk_verify_options o = brisk::capi::merge_options(options, [](brisk_verify_options* p) { brisk_verify_options_init(p); });
     brisk::bundle::add_manifest(path, out_path ? out_path : path, job_of(o, "verify"));
   });
 }
 
-void brisk_pack_options_init(brisk_pack_options* o) {
+static void fill_pack_options(brisk_pack_options* o) {
   if (!o) return;
   *o = brisk_pack_options{};
   o->struct_size = sizeof(*o);
@@ -76,7 +76,7 @@ brisk_status brisk_pack(const char* gguf_path, const char* bundle_path, const br
   return guard([&] {
     require(gguf_path, "gguf_path");
     require(bundle_path, "bundle_path");
-    const brisk_pack_options o = brisk::capi::merge_options(options, brisk_pack_options_init);
+    const brisk_pack_options o = brisk::capi::merge_options(options, [](brisk_pack_options* p) { brisk_pack_options_init(p); });
     brisk::bundle::PackOptions po;
     po.level = o.level;
     po.long_distance = o.long_distance;
@@ -88,9 +88,18 @@ brisk_status brisk_unpack(const char* bundle_path, const char* gguf_path, const 
   return guard([&] {
     require(bundle_path, "bundle_path");
     require(gguf_path, "gguf_path");
-    const brisk_pack_options o = brisk::capi::merge_options(options, brisk_pack_options_init);
+    const brisk_pack_options o = brisk::capi::merge_options(options, [](brisk_pack_options* p) { brisk_pack_options_init(p); });
     brisk::bundle::unpack(bundle_path, gguf_path, job_of(o, "unpack"));
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_verify_options_init_sized(brisk_verify_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_verify_options);
+}
+void brisk_pack_options_init_sized(brisk_pack_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_pack_options);
+}
 }  // extern "C"

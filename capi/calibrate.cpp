@@ -10,7 +10,7 @@ using brisk::capi::require;
 
 extern "C" {
 
-void brisk_calibrate_options_init(brisk_calibrate_options* o) {
+static void fill_calibrate_options(brisk_calibrate_options* o) {
   if (!o) return;
   *o = brisk_calibrate_options{};
   o->struct_size = sizeof(*o);
@@ -23,7 +23,7 @@ brisk_status brisk_calibrate(const char* model_path, const char* out_path, const
   return guard([&] {
     require(model_path, "model_path");
     require(out_path, "output_path");
-    const brisk_calibrate_options o = brisk::capi::merge_options(options, brisk_calibrate_options_init);
+    const brisk_calibrate_options o = brisk::capi::merge_options(options, [](brisk_calibrate_options* p) { brisk_calibrate_options_init(p); });
     if (o.n_data_paths == 0) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "no calibration data given (data_paths)");
     require(o.data_paths, "data_paths");
     if (!(o.holdout >= 0 && o.holdout < 1) || o.n_ctx > (1u << 20) || o.n_threads > 4096)
@@ -51,4 +51,10 @@ brisk_status brisk_calibrate(const char* model_path, const char* out_path, const
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_calibrate_options_init_sized(brisk_calibrate_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_calibrate_options);
+}
 }  // extern "C"

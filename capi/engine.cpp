@@ -44,7 +44,7 @@ std::vector<int> parse_cpu_list(const char* s) {
 }
 
 brisk::SamplerParams sampler_params(const brisk_sampler_options* given) {
-  brisk_sampler_options o = brisk::capi::merge_options(given, brisk_sampler_options_init);
+  brisk_sampler_options o = brisk::capi::merge_options(given, [](brisk_sampler_options* p) { brisk_sampler_options_init(p); });
   brisk::SamplerParams p;
   p.temperature = o.temperature;
   p.top_k = o.top_k;
@@ -60,7 +60,7 @@ brisk::SamplerParams sampler_params(const brisk_sampler_options* given) {
 
 extern "C" {
 
-void brisk_engine_options_init(brisk_engine_options* o) {
+static void fill_engine_options(brisk_engine_options* o) {
   if (!o) return;
   *o = brisk_engine_options{};
   o->struct_size = sizeof(*o);
@@ -77,7 +77,7 @@ brisk_status brisk_engine_create(const brisk_model* m, const brisk_engine_option
     require(m, "model");
     auto h = std::make_unique<brisk_engine>();
     h->owner = m;
-    h->options = brisk::capi::merge_options(options, brisk_engine_options_init);
+    h->options = brisk::capi::merge_options(options, [](brisk_engine_options* p) { brisk_engine_options_init(p); });
     const brisk_engine_options& o = h->options;
     if (o.n_ctx > (1u << 24) || o.n_threads > 4096 || o.n_batch > (1u << 20) || o.n_seq_max > 65536 ||
         o.n_seq_max == 0 || o.n_batch == 0)
@@ -193,7 +193,7 @@ brisk_status brisk_sequence_generate(brisk_sequence* s, const brisk_sampler_opti
   return guard([&] {
     require(s, "sequence");
     brisk::SamplerParams p = sampler_params(sampling);
-    s->gen = brisk::capi::merge_options(options, brisk_generate_options_init);
+    s->gen = brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
     brisk::Sequence::TokenCallback cb;
     if (s->gen.token_fn) {
       const brisk_generate_options* g = &s->gen;
@@ -225,4 +225,10 @@ brisk_status brisk_sequence_generated(const brisk_sequence* s, int32_t* tokens, 
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_engine_options_init_sized(brisk_engine_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_engine_options);
+}
 }  // extern "C"

@@ -42,8 +42,8 @@ struct brisk_sampler {
 namespace brisk::capi {
 // Copies the caller's options over the defaults, honouring struct_size so an
 // older caller's smaller struct works with a newer library.
-template <class T>
-T merge_options(const T* given, void (*init)(T*)) {
+template <class T, class Init>
+T merge_options(const T* given, Init init) {
   T o;
   init(&o);
   if (given) {

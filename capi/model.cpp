@@ -14,7 +14,7 @@ using brisk::capi::require;
 
 extern "C" {
 
-void brisk_model_options_init(brisk_model_options* o) {
+static void fill_model_options(brisk_model_options* o) {
   if (!o) return;
   *o = brisk_model_options{};
   o->struct_size = sizeof(*o);
@@ -27,7 +27,7 @@ brisk_status brisk_model_open(const char* path, const brisk_model_options* optio
     *out = nullptr;
     require(path, "path");
     auto h = std::make_unique<brisk_model>();
-    h->options = brisk::capi::merge_options(options, brisk_model_options_init);
+    h->options = brisk::capi::merge_options(options, [](brisk_model_options* p) { brisk_model_options_init(p); });
     brisk::ModelOpenOptions mo;
     mo.vocab_only = h->options.vocab_only != 0;
     h->model = brisk::Model::open(path, mo);
@@ -142,4 +142,10 @@ brisk_status brisk_chat_render(const brisk_model* m, const char* template_name, 
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_model_options_init_sized(brisk_model_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_model_options);
+}
 }  // extern "C"

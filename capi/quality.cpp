@@ -23,7 +23,7 @@ struct brisk_compare_result {
 
 extern "C" {
 
-void brisk_ppl_options_init(brisk_ppl_options* o) {
+static void fill_ppl_options(brisk_ppl_options* o) {
   if (!o) return;
   *o = brisk_ppl_options{};
   o->struct_size = sizeof(*o);
@@ -39,7 +39,7 @@ brisk_status brisk_perplexity(const brisk_model* model, const brisk_model* base,
     *out = nullptr;
     require(model, "model");
     if (len > 0) require(text, "text");
-    const brisk_ppl_options o = brisk::capi::merge_options(options, brisk_ppl_options_init);
+    const brisk_ppl_options o = brisk::capi::merge_options(options, [](brisk_ppl_options* p) { brisk_ppl_options_init(p); });
     if ((o.chunking != BRISK_PPL_CHUNK_REPLACE_BOS && o.chunking != BRISK_PPL_CHUNK_PREPEND_BOS) ||
         (o.scoring != BRISK_PPL_SCORE_SECOND_HALF && o.scoring != BRISK_PPL_SCORE_ALL) || o.n_threads > 4096 ||
         o.n_ctx > (1u << 20))
@@ -109,7 +109,7 @@ brisk_status brisk_ppl_result_json(const brisk_ppl_result* r, char* buf, size_t 
 
 void brisk_ppl_result_free(brisk_ppl_result* r) { delete r; }
 
-void brisk_compare_options_init(brisk_compare_options* o) {
+static void fill_compare_options(brisk_compare_options* o) {
   if (!o) return;
   *o = brisk_compare_options{};
   o->struct_size = sizeof(*o);
@@ -125,7 +125,7 @@ brisk_status brisk_compare(const brisk_model* a, const brisk_model* b, const cha
     require(a, "model_a");
     require(b, "model_b");
     if (n > 0) require(prompts, "prompts");
-    const brisk_compare_options o = brisk::capi::merge_options(options, brisk_compare_options_init);
+    const brisk_compare_options o = brisk::capi::merge_options(options, [](brisk_compare_options* p) { brisk_compare_options_init(p); });
     if (o.n_predict < 0 || o.n_threads > 4096 || o.n_ctx > (1u << 24))
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "compare options out of range");
     std::vector<std::string> ps;
@@ -173,4 +173,13 @@ brisk_status brisk_compare_result_json(const brisk_compare_result* r, char* buf,
 
 void brisk_compare_result_free(brisk_compare_result* r) { delete r; }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_ppl_options_init_sized(brisk_ppl_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_ppl_options);
+}
+void brisk_compare_options_init_sized(brisk_compare_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_compare_options);
+}
 }  // extern "C"

@@ -79,7 +79,7 @@ void run_quantize(const char* in, const char* out, const brisk_quantize_options&
 
 extern "C" {
 
-void brisk_quantize_options_init(brisk_quantize_options* o) {
+static void fill_quantize_options(brisk_quantize_options* o) {
   if (!o) return;
   *o = brisk_quantize_options{};
   o->struct_size = sizeof(*o);
@@ -91,10 +91,16 @@ brisk_status brisk_quantize(const char* in, const char* out, const brisk_quantiz
   return guard([&] {
     require(in, "input_path");
     require(out, "output_path");
-    const brisk_quantize_options o = brisk::capi::merge_options(options, brisk_quantize_options_init);
+    const brisk_quantize_options o = brisk::capi::merge_options(options, [](brisk_quantize_options* p) { brisk_quantize_options_init(p); });
     if (o.n_threads > 4096) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "n_threads out of range");
     brisk::capi::run_quantize(in, out, o);
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_quantize_options_init_sized(brisk_quantize_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_quantize_options);
+}
 }  // extern "C"

@@ -13,7 +13,7 @@ using brisk::capi::require;
 
 extern "C" {
 
-void brisk_synthesize_options_init(brisk_synthesize_options* o) {
+static void fill_synthesize_options(brisk_synthesize_options* o) {
   if (!o) return;
   *o = brisk_synthesize_options{};
   o->struct_size = sizeof(*o);
@@ -24,7 +24,7 @@ void brisk_synthesize_options_init(brisk_synthesize_options* o) {
 brisk_status brisk_synthesize_model(const char* path, const brisk_synthesize_options* options) {
   return guard([&] {
     require(path, "path");
-    brisk_synthesize_options o = brisk::capi::merge_options(options, brisk_synthesize_options_init);
+    brisk_synthesize_options o = brisk::capi::merge_options(options, [](brisk_synthesize_options* p) { brisk_synthesize_options_init(p); });
     require(o.shape, "shape");
     require(o.weight_type, "weight_type");
     brisk::TensorType t;
@@ -61,4 +61,10 @@ brisk_status brisk_synthetic_shapes(char* buf, size_t cap, size_t* needed) {
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_synthesize_options_init_sized(brisk_synthesize_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_synthesize_options);
+}
 }  // extern "C"

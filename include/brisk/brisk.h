@@ -4,7 +4,11 @@
  * Rules this header keeps (so that bindings can rely on them):
  *  - Handles are opaque. The only structs that cross the boundary are option
  *    structs: they begin with `uint32_t struct_size`, only grow at the end,
- *    are passed by pointer and get their defaults from brisk_*_options_init().
+ *    are passed by pointer and get their defaults from brisk_*_options_init(),
+ *    a macro that passes the struct's size as the caller's header knows it:
+ *    a program built against an older, smaller struct gets exactly the
+ *    fields it knows, and the library reads only struct_size bytes of it.
+ *    Bindings call brisk_*_options_init_sized(options, sizeof *options).
  *  - Every call that can fail returns a brisk_status (BRISK_OK or a fixed
  *    negative code, never renumbered); brisk_last_error() describes the last
  *    failure on the calling thread. Handles come back through out-parameters.
@@ -126,7 +130,8 @@ typedef struct brisk_model_options {
   int32_t verify;
 } brisk_model_options;
 
-BRISK_API void brisk_model_options_init(brisk_model_options *options);
+BRISK_API void brisk_model_options_init_sized(brisk_model_options *options, size_t size);
+#define brisk_model_options_init(options) brisk_model_options_init_sized((options), sizeof(*(options)))
 /* Opens a GGUF model file. options may be NULL for defaults. */
 BRISK_API brisk_status brisk_model_open(const char *path, const brisk_model_options *options,
                                         brisk_model **out_model);
@@ -206,7 +211,8 @@ typedef struct brisk_session_options {
   int32_t no_pin;
 } brisk_session_options;
 
-BRISK_API void brisk_session_options_init(brisk_session_options *options);
+BRISK_API void brisk_session_options_init_sized(brisk_session_options *options, size_t size);
+#define brisk_session_options_init(options) brisk_session_options_init_sized((options), sizeof(*(options)))
 BRISK_API brisk_status brisk_session_create(const brisk_model *model,
                                             const brisk_session_options *options,
                                             brisk_session **out_session);
@@ -248,7 +254,8 @@ typedef struct brisk_sampler_options {
   uint64_t seed;         /* same seed, same model, same prompt: same text. Default 0 */
 } brisk_sampler_options;
 
-BRISK_API void brisk_sampler_options_init(brisk_sampler_options *options);
+BRISK_API void brisk_sampler_options_init_sized(brisk_sampler_options *options, size_t size);
+#define brisk_sampler_options_init(options) brisk_sampler_options_init_sized((options), sizeof(*(options)))
 BRISK_API brisk_status brisk_sampler_create(const brisk_sampler_options *options,
                                             brisk_sampler **out_sampler);
 BRISK_API void brisk_sampler_free(brisk_sampler *sampler);
@@ -280,7 +287,8 @@ typedef struct brisk_generate_options {
   void *token_user_data;
 } brisk_generate_options;
 
-BRISK_API void brisk_generate_options_init(brisk_generate_options *options);
+BRISK_API void brisk_generate_options_init_sized(brisk_generate_options *options, size_t size);
+#define brisk_generate_options_init(options) brisk_generate_options_init_sized((options), sizeof(*(options)))
 /* Samples, evaluates and reports tokens until a stop condition. The prompt
  * must have been evaluated with brisk_session_eval first. n_generated and
  * stop_reason may be NULL. Cancellation: the session's abort_fn. */
@@ -324,7 +332,8 @@ typedef enum brisk_sequence_state {
   BRISK_SEQ_FINISHED = 3    /* see brisk_sequence_stop_reason(); its slot is free */
 } brisk_sequence_state;
 
-BRISK_API void brisk_engine_options_init(brisk_engine_options *options);
+BRISK_API void brisk_engine_options_init_sized(brisk_engine_options *options, size_t size);
+#define brisk_engine_options_init(options) brisk_engine_options_init_sized((options), sizeof(*(options)))
 BRISK_API brisk_status brisk_engine_create(const brisk_model *model, const brisk_engine_options *options,
                                            brisk_engine **out_engine);
 /* Frees the engine and every sequence still attached to it. */
@@ -369,7 +378,8 @@ typedef struct brisk_synthesize_options {
   uint32_t n_threads;      /* 0: all cores */
 } brisk_synthesize_options;
 
-BRISK_API void brisk_synthesize_options_init(brisk_synthesize_options *options);
+BRISK_API void brisk_synthesize_options_init_sized(brisk_synthesize_options *options, size_t size);
+#define brisk_synthesize_options_init(options) brisk_synthesize_options_init_sized((options), sizeof(*(options)))
 /* Writes a GGUF file (atomically: temporary file, then rename). */
 BRISK_API brisk_status brisk_synthesize_model(const char *path, const brisk_synthesize_options *options);
 /* Makes a synthetic model in memory (a file on tmpfs that is unlinked once
@@ -407,7 +417,8 @@ typedef struct brisk_convert_options {
   void *log_user_data;
 } brisk_convert_options;
 
-BRISK_API void brisk_convert_options_init(brisk_convert_options *options);
+BRISK_API void brisk_convert_options_init_sized(brisk_convert_options *options, size_t size);
+#define brisk_convert_options_init(options) brisk_convert_options_init_sized((options), sizeof(*(options)))
 /* Converts a Hugging Face model directory (config.json, model.safetensors or
  * shards with model.safetensors.index.json, tokenizer.json; Llama, Mistral
  * and Qwen2) to a GGUF file. */
@@ -433,7 +444,8 @@ typedef struct brisk_verify_options {
   void *mismatch_user_data;
 } brisk_verify_options;
 
-BRISK_API void brisk_verify_options_init(brisk_verify_options *options);
+BRISK_API void brisk_verify_options_init_sized(brisk_verify_options *options, size_t size);
+#define brisk_verify_options_init(options) brisk_verify_options_init_sized((options), sizeof(*(options)))
 /* Recomputes the checksums of a GGUF file (against its embedded manifest)
  * or of a .brisk bundle (decompressing it without writing anything).
  * BRISK_OK: everything matches. BRISK_ERR_CHECKSUM: something differs; each
@@ -461,7 +473,8 @@ typedef struct brisk_pack_options {
   void *log_user_data;
 } brisk_pack_options;
 
-BRISK_API void brisk_pack_options_init(brisk_pack_options *options);
+BRISK_API void brisk_pack_options_init_sized(brisk_pack_options *options, size_t size);
+#define brisk_pack_options_init(options) brisk_pack_options_init_sized((options), sizeof(*(options)))
 /* Compresses a GGUF into a .brisk bundle. A GGUF with a manifest is verified
  * first (BRISK_ERR_CHECKSUM if damaged); one without gets bundle checksums only. */
 BRISK_API brisk_status brisk_pack(const char *gguf_path, const char *bundle_path,
@@ -527,7 +540,8 @@ typedef struct brisk_quantize_options {
   uint32_t eval_max_chunks; /* 0: 64; UINT32_MAX: all */
 } brisk_quantize_options;
 
-BRISK_API void brisk_quantize_options_init(brisk_quantize_options *options);
+BRISK_API void brisk_quantize_options_init_sized(brisk_quantize_options *options, size_t size);
+#define brisk_quantize_options_init(options) brisk_quantize_options_init_sized((options), sizeof(*(options)))
 /* Quantizes a GGUF model (F32/F16/BF16, or quantized with a warning) into a
  * new GGUF file, written atomically. options may be NULL (q8_0). */
 BRISK_API brisk_status brisk_quantize(const char *input_path, const char *output_path,
@@ -557,7 +571,8 @@ typedef struct brisk_calibrate_options {
   void *log_user_data;
 } brisk_calibrate_options;
 
-BRISK_API void brisk_calibrate_options_init(brisk_calibrate_options *options);
+BRISK_API void brisk_calibrate_options_init_sized(brisk_calibrate_options *options, size_t size);
+#define brisk_calibrate_options_init(options) brisk_calibrate_options_init_sized((options), sizeof(*(options)))
 /* Runs the model (F32/F16 preferred) over the data and writes activation
  * statistics to output_path (GGUF, llama.cpp imatrix layout plus
  * brisk.calibration.* keys; docs/calibration.md). When cancelled, the
@@ -593,7 +608,8 @@ typedef struct brisk_ppl_options {
 
 typedef struct brisk_ppl_result brisk_ppl_result;
 
-BRISK_API void brisk_ppl_options_init(brisk_ppl_options *options);
+BRISK_API void brisk_ppl_options_init_sized(brisk_ppl_options *options, size_t size);
+#define brisk_ppl_options_init(options) brisk_ppl_options_init_sized((options), sizeof(*(options)))
 /* Perplexity of `model` on text (UTF-8, len bytes); with base_model (may be
  * NULL) also KL(base || model) per scored position, same-top-token rate and
  * the PPL difference, with standard errors as llama-perplexity prints them. */
@@ -626,7 +642,8 @@ typedef struct brisk_compare_options {
 
 typedef struct brisk_compare_result brisk_compare_result;
 
-BRISK_API void brisk_compare_options_init(brisk_compare_options *options);
+BRISK_API void brisk_compare_options_init_sized(brisk_compare_options *options, size_t size);
+#define brisk_compare_options_init(options) brisk_compare_options_init_sized((options), sizeof(*(options)))
 /* Generates greedily from both models for each prompt (with BOS) and compares. */
 BRISK_API brisk_status brisk_compare(const brisk_model *model_a, const brisk_model *model_b,
                                      const char *const *prompts, size_t n_prompts,

@@ -37,7 +37,7 @@ type EngineOptions struct {
 // DefaultEngineOptions gives brisk_engine_options_init's defaults.
 func DefaultEngineOptions() EngineOptions {
 	var c C.brisk_engine_options
-	C.brisk_engine_options_init(&c)
+	C.brisk_go_engine_options_init(&c)
 	o := EngineOptions{
 		NCtx: uint32(c.n_ctx), NSeqMax: uint32(c.n_seq_max), NThreads: uint32(c.n_threads), NBatch: uint32(c.n_batch),
 		CacheTypeK: Type(c.cache_type_k), CacheTypeV: Type(c.cache_type_v), NoPin: c.no_pin != 0,
@@ -78,7 +78,7 @@ func (m *Model) NewEngine(opts *EngineOptions) (*Engine, error) {
 	}
 	e := &Engine{model: m, handles: map[*C.brisk_sequence][]cgo.Handle{}}
 	var c C.brisk_engine_options
-	C.brisk_engine_options_init(&c)
+	C.brisk_go_engine_options_init(&c)
 	if opts != nil {
 		c.n_ctx = C.uint32_t(opts.NCtx)
 		c.n_seq_max = C.uint32_t(opts.NSeqMax)

@@ -29,7 +29,7 @@ type ModelOptions struct {
 // DefaultModelOptions gives brisk_model_options_init's defaults.
 func DefaultModelOptions() ModelOptions {
 	var c C.brisk_model_options
-	C.brisk_model_options_init(&c)
+	C.brisk_go_model_options_init(&c)
 	return ModelOptions{LogLevel: LogLevel(c.log_level), VocabOnly: c.vocab_only != 0}
 }
 
@@ -37,7 +37,7 @@ func DefaultModelOptions() ModelOptions {
 // while the model lives.
 func (o *ModelOptions) cOptions() (C.brisk_model_options, cgo.Handle, *logCallback) {
 	var c C.brisk_model_options
-	C.brisk_model_options_init(&c)
+	C.brisk_go_model_options_init(&c)
 	if o == nil {
 		return c, 0, nil
 	}
@@ -302,7 +302,7 @@ type SynthesizeOptions struct {
 // DefaultSynthesizeOptions gives brisk_synthesize_options_init's defaults.
 func DefaultSynthesizeOptions() SynthesizeOptions {
 	var c C.brisk_synthesize_options
-	C.brisk_synthesize_options_init(&c)
+	C.brisk_go_synthesize_options_init(&c)
 	return SynthesizeOptions{
 		Shape: C.GoString(c.shape), WeightType: C.GoString(c.weight_type),
 		Seed: uint64(c.seed), NThreads: uint32(c.n_threads),
@@ -311,7 +311,7 @@ func DefaultSynthesizeOptions() SynthesizeOptions {
 
 func (o *SynthesizeOptions) withC(f func(c *C.brisk_synthesize_options) error) error {
 	var c C.brisk_synthesize_options
-	C.brisk_synthesize_options_init(&c)
+	C.brisk_go_synthesize_options_init(&c)
 	if o != nil {
 		shape, wtype := cstr(o.Shape), cstr(o.WeightType)
 		defer C.free(unsafe.Pointer(shape))

@@ -30,7 +30,7 @@ type SessionOptions struct {
 // DefaultSessionOptions gives brisk_session_options_init's defaults.
 func DefaultSessionOptions() SessionOptions {
 	var c C.brisk_session_options
-	C.brisk_session_options_init(&c)
+	C.brisk_go_session_options_init(&c)
 	return SessionOptions{
 		NCtx: uint32(c.n_ctx), NThreads: uint32(c.n_threads), NBatch: uint32(c.n_batch),
 		CacheTypeK: Type(c.cache_type_k), CacheTypeV: Type(c.cache_type_v), NoPin: c.no_pin != 0,
@@ -56,7 +56,7 @@ func (m *Model) NewSession(opts *SessionOptions) (*Session, error) {
 	}
 	s := &Session{model: m, nVocab: m.NVocab()}
 	var c C.brisk_session_options
-	C.brisk_session_options_init(&c)
+	C.brisk_go_session_options_init(&c)
 	if opts != nil {
 		c.n_ctx = C.uint32_t(opts.NCtx)
 		c.n_threads = C.uint32_t(opts.NThreads)
@@ -201,7 +201,7 @@ type SamplerOptions struct {
 // DefaultSamplerOptions gives brisk_sampler_options_init's defaults.
 func DefaultSamplerOptions() SamplerOptions {
 	var c C.brisk_sampler_options
-	C.brisk_sampler_options_init(&c)
+	C.brisk_go_sampler_options_init(&c)
 	return SamplerOptions{
 		Temperature: float32(c.temperature), TopK: int32(c.top_k), TopP: float32(c.top_p), MinP: float32(c.min_p),
 		RepeatPenalty: float32(c.repeat_penalty), RepeatLastN: int32(c.repeat_last_n), Seed: uint64(c.seed),
@@ -218,7 +218,7 @@ func GreedySamplerOptions() SamplerOptions {
 
 func (o *SamplerOptions) c() C.brisk_sampler_options {
 	var c C.brisk_sampler_options
-	C.brisk_sampler_options_init(&c)
+	C.brisk_go_sampler_options_init(&c)
 	if o != nil {
 		c.temperature = C.float(o.Temperature)
 		c.top_k = C.int32_t(o.TopK)
@@ -302,14 +302,14 @@ type GenerateOptions struct {
 // DefaultGenerateOptions gives brisk_generate_options_init's defaults.
 func DefaultGenerateOptions() GenerateOptions {
 	var c C.brisk_generate_options
-	C.brisk_generate_options_init(&c)
+	C.brisk_go_generate_options_init(&c)
 	return GenerateOptions{MaxTokens: int32(c.max_tokens), StopAtEOS: c.stop_at_eos != 0}
 }
 
 // c fills the C options; the handle (0 without OnToken) must outlive their use.
 func (o *GenerateOptions) c(op string, panics *panicSlot) (C.brisk_generate_options, cgo.Handle, error) {
 	var c C.brisk_generate_options
-	C.brisk_generate_options_init(&c)
+	C.brisk_go_generate_options_init(&c)
 	if o == nil {
 		return c, 0, nil
 	}

@@ -170,7 +170,7 @@ extern "C" {
     pub fn brisk_last_error() -> *const c_char;
 
     // model
-    pub fn brisk_model_options_init(options: *mut brisk_model_options);
+    pub fn brisk_model_options_init_sized(options: *mut brisk_model_options, size: usize);
     pub fn brisk_model_open(
         path: *const c_char,
         options: *const brisk_model_options,
@@ -244,7 +244,7 @@ extern "C" {
     ) -> brisk_status;
 
     // sessions
-    pub fn brisk_session_options_init(options: *mut brisk_session_options);
+    pub fn brisk_session_options_init_sized(options: *mut brisk_session_options, size: usize);
     pub fn brisk_session_create(
         model: *const brisk_model,
         options: *const brisk_session_options,
@@ -272,7 +272,7 @@ extern "C" {
     ) -> brisk_status;
 
     // sampling
-    pub fn brisk_sampler_options_init(options: *mut brisk_sampler_options);
+    pub fn brisk_sampler_options_init_sized(options: *mut brisk_sampler_options, size: usize);
     pub fn brisk_sampler_create(
         options: *const brisk_sampler_options,
         out_sampler: *mut *mut brisk_sampler,
@@ -286,7 +286,7 @@ extern "C" {
     pub fn brisk_sampler_accept(sampler: *mut brisk_sampler, token: i32);
 
     // generation
-    pub fn brisk_generate_options_init(options: *mut brisk_generate_options);
+    pub fn brisk_generate_options_init_sized(options: *mut brisk_generate_options, size: usize);
     pub fn brisk_generate(
         session: *mut brisk_session,
         sampler: *mut brisk_sampler,
@@ -296,7 +296,7 @@ extern "C" {
     ) -> brisk_status;
 
     // engines and sequences
-    pub fn brisk_engine_options_init(options: *mut brisk_engine_options);
+    pub fn brisk_engine_options_init_sized(options: *mut brisk_engine_options, size: usize);
     pub fn brisk_engine_create(
         model: *const brisk_model,
         options: *const brisk_engine_options,
@@ -341,7 +341,7 @@ extern "C" {
     ) -> brisk_status;
 
     // synthetic models
-    pub fn brisk_synthesize_options_init(options: *mut brisk_synthesize_options);
+    pub fn brisk_synthesize_options_init_sized(options: *mut brisk_synthesize_options, size: usize);
     pub fn brisk_synthesize_model(path: *const c_char, options: *const brisk_synthesize_options) -> brisk_status;
     pub fn brisk_model_open_synthetic(
         synth: *const brisk_synthesize_options,
@@ -349,6 +349,60 @@ extern "C" {
         out_model: *mut *mut brisk_model,
     ) -> brisk_status;
     pub fn brisk_synthetic_shapes(buf: *mut c_char, cap: usize, needed: *mut usize) -> brisk_status;
+}
+
+/// Defaults for the struct as this crate declares it (the C header's
+/// `brisk_model_options_init` macro does the same with `sizeof`).
+///
+/// # Safety
+/// `options` must point to writable memory for a `brisk_model_options`.
+pub unsafe fn brisk_model_options_init(options: *mut brisk_model_options) {
+    brisk_model_options_init_sized(options, core::mem::size_of::<brisk_model_options>())
+}
+
+/// Defaults for the struct as this crate declares it (the C header's
+/// `brisk_session_options_init` macro does the same with `sizeof`).
+///
+/// # Safety
+/// `options` must point to writable memory for a `brisk_session_options`.
+pub unsafe fn brisk_session_options_init(options: *mut brisk_session_options) {
+    brisk_session_options_init_sized(options, core::mem::size_of::<brisk_session_options>())
+}
+
+/// Defaults for the struct as this crate declares it (the C header's
+/// `brisk_sampler_options_init` macro does the same with `sizeof`).
+///
+/// # Safety
+/// `options` must point to writable memory for a `brisk_sampler_options`.
+pub unsafe fn brisk_sampler_options_init(options: *mut brisk_sampler_options) {
+    brisk_sampler_options_init_sized(options, core::mem::size_of::<brisk_sampler_options>())
+}
+
+/// Defaults for the struct as this crate declares it (the C header's
+/// `brisk_generate_options_init` macro does the same with `sizeof`).
+///
+/// # Safety
+/// `options` must point to writable memory for a `brisk_generate_options`.
+pub unsafe fn brisk_generate_options_init(options: *mut brisk_generate_options) {
+    brisk_generate_options_init_sized(options, core::mem::size_of::<brisk_generate_options>())
+}
+
+/// Defaults for the struct as this crate declares it (the C header's
+/// `brisk_engine_options_init` macro does the same with `sizeof`).
+///
+/// # Safety
+/// `options` must point to writable memory for a `brisk_engine_options`.
+pub unsafe fn brisk_engine_options_init(options: *mut brisk_engine_options) {
+    brisk_engine_options_init_sized(options, core::mem::size_of::<brisk_engine_options>())
+}
+
+/// Defaults for the struct as this crate declares it (the C header's
+/// `brisk_synthesize_options_init` macro does the same with `sizeof`).
+///
+/// # Safety
+/// `options` must point to writable memory for a `brisk_synthesize_options`.
+pub unsafe fn brisk_synthesize_options_init(options: *mut brisk_synthesize_options) {
+    brisk_synthesize_options_init_sized(options, core::mem::size_of::<brisk_synthesize_options>())
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::error::{array_out, check, invalid, Result};
 use crate::model::Model;
 use crate::{Token, Type};
 
-fn init<T>(f: unsafe extern "C" fn(*mut T)) -> T {
+fn init<T>(f: unsafe fn(*mut T)) -> T {
     unsafe {
         let mut c = MaybeUninit::<T>::zeroed();
         f(c.as_mut_ptr());
