@@ -12,11 +12,11 @@ using brisk::capi::require;
 
 namespace {
 
-brisk::bundle::Job job_of(const brisk_verify_options& o) {
-  return brisk::capi::make_job(o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data);
+brisk::bundle::Job job_of(const brisk_verify_options& o, const char* stage) {
+  return brisk::capi::make_job(stage, o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data);
 }
-brisk::bundle::Job job_of(const brisk_pack_options& o) {
-  return brisk::capi::make_job(o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data,
+brisk::bundle::Job job_of(const brisk_pack_options& o, const char* stage) {
+  return brisk::capi::make_job(stage, o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data,
                                o.log_fn, o.log_user_data);
 }
 
@@ -24,7 +24,7 @@ brisk::bundle::Job job_of(const brisk_pack_options& o) {
 
 extern "C" {
 
-void brisk_verify_options_init(brisk_verify_options* o) {
+static void fill_verify_options(brisk_verify_options* o) {
   if (!o) return;
   *o = brisk_verify_options{};
   o->struct_size = sizeof(*o);
@@ -34,8 +34,8 @@ brisk_status brisk_verify(const char* path, const brisk_verify_options* options,
   return guard([&] {
     require(path, "path");
     if (bytes_checked) *bytes_checked = 0;
-    const brisk_verify_options o = brisk::capi::merge_options(options, brisk_verify_options_init);
-    const brisk::bundle::Job job = job_of(o);
+    const brisk_verify_options o = brisk::capi::merge_options(options, [](brisk_verify_options* p) { brisk_verify_options_init(p); });
+    const brisk::bundle::Job job = job_of(o, "verify");
     brisk::bundle::VerifyResult r;
     if (brisk::bundle::is_bundle(path)) {
       r = brisk::bundle::verify_bundle(path, job);
@@ -59,12 +59,12 @@ brisk_status brisk_verify(const char* path, const brisk_verify_options* options,
 brisk_status brisk_add_manifest(const char* path, const char* out_path, const brisk_verify_options* options) {
   return guard([&] {
     require(path, "path");
-    const brisk_verify_options o = brisk::capi::merge_options(options, brisk_verify_options_init);
-    brisk::bundle::add_manifest(path, out_path ? out_path : path, job_of(o));
+    const brisk_verify_options o = brisk::capi::merge_options(options, [](brisk_verify_options* p) { brisk_verify_options_init(p); });
+    brisk::bundle::add_manifest(path, out_path ? out_path : path, job_of(o, "verify"));
   });
 }
 
-void brisk_pack_options_init(brisk_pack_options* o) {
+static void fill_pack_options(brisk_pack_options* o) {
   if (!o) return;
   *o = brisk_pack_options{};
   o->struct_size = sizeof(*o);
@@ -76,11 +76,11 @@ brisk_status brisk_pack(const char* gguf_path, const char* bundle_path, const br
   return guard([&] {
     require(gguf_path, "gguf_path");
     require(bundle_path, "bundle_path");
-    const brisk_pack_options o = brisk::capi::merge_options(options, brisk_pack_options_init);
+    const brisk_pack_options o = brisk::capi::merge_options(options, [](brisk_pack_options* p) { brisk_pack_options_init(p); });
     brisk::bundle::PackOptions po;
     po.level = o.level;
     po.long_distance = o.long_distance;
-    brisk::bundle::pack(gguf_path, bundle_path, po, job_of(o));
+    brisk::bundle::pack(gguf_path, bundle_path, po, job_of(o, "pack"));
   });
 }
 
@@ -88,9 +88,18 @@ brisk_status brisk_unpack(const char* bundle_path, const char* gguf_path, const 
   return guard([&] {
     require(bundle_path, "bundle_path");
     require(gguf_path, "gguf_path");
-    const brisk_pack_options o = brisk::capi::merge_options(options, brisk_pack_options_init);
-    brisk::bundle::unpack(bundle_path, gguf_path, job_of(o));
+    const brisk_pack_options o = brisk::capi::merge_options(options, [](brisk_pack_options* p) { brisk_pack_options_init(p); });
+    brisk::bundle::unpack(bundle_path, gguf_path, job_of(o, "unpack"));
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_verify_options_init_sized(brisk_verify_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_verify_options);
+}
+void brisk_pack_options_init_sized(brisk_pack_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_pack_options);
+}
 }  // extern "C"

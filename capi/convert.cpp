@@ -26,7 +26,7 @@ brisk::convert::ConvertOptions to_internal(const brisk_convert_options& o) {
 }
 
 brisk::bundle::Job job_of(const brisk_convert_options& o) {
-  return brisk::capi::make_job(o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data,
+  return brisk::capi::make_job("convert", o.n_threads, o.progress_fn, o.progress_user_data, o.abort_fn, o.abort_user_data,
                                o.log_fn, o.log_user_data);
 }
 
@@ -34,7 +34,7 @@ brisk::bundle::Job job_of(const brisk_convert_options& o) {
 
 extern "C" {
 
-void brisk_convert_options_init(brisk_convert_options* o) {
+static void fill_convert_options(brisk_convert_options* o) {
   if (!o) return;
   *o = brisk_convert_options{};
   o->struct_size = sizeof(*o);
@@ -45,7 +45,7 @@ brisk_status brisk_convert_hf(const char* dir, const char* out, const brisk_conv
   return guard([&] {
     require(dir, "hf_dir");
     require(out, "out_path");
-    const brisk_convert_options o = brisk::capi::merge_options(options, brisk_convert_options_init);
+    const brisk_convert_options o = brisk::capi::merge_options(options, [](brisk_convert_options* p) { brisk_convert_options_init(p); });
     brisk::convert::convert_hf(dir, out, to_internal(o), job_of(o));
   });
 }
@@ -56,9 +56,15 @@ brisk_status brisk_convert_llama2c(const char* model, const char* tokenizer, con
     require(model, "model_path");
     require(tokenizer, "tokenizer_path");
     require(out, "out_path");
-    const brisk_convert_options o = brisk::capi::merge_options(options, brisk_convert_options_init);
+    const brisk_convert_options o = brisk::capi::merge_options(options, [](brisk_convert_options* p) { brisk_convert_options_init(p); });
     brisk::convert::convert_llama2c(model, tokenizer, out, to_internal(o), job_of(o));
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_convert_options_init_sized(brisk_convert_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_convert_options);
+}
 }  // extern "C"

@@ -1,6 +1,7 @@
 // The boundary between C++ and C: run a body, turn any exception into a
 // brisk_status and remember the message for brisk_last_error().
 #pragma once
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -32,6 +33,18 @@ brisk_status guard(F&& body) noexcept {
     set_last_error("internal error: unknown exception");
     return BRISK_ERR_INTERNAL;
   }
+}
+
+// The body of every brisk_*_options_init_sized: full defaults, of which the
+// caller receives the first `size` bytes (its struct as its header knows it).
+template <class T>
+void init_sized(T* o, size_t size, void (*fill)(T*)) {
+  if (!o || size < sizeof(uint32_t)) return;
+  T full{};
+  fill(&full);
+  const size_t n = size < sizeof(T) ? size : sizeof(T);
+  std::memcpy(static_cast<void*>(o), &full, n);
+  o->struct_size = static_cast<uint32_t>(n);
 }
 
 // Checks a required pointer argument.

@@ -2,9 +2,11 @@
 #pragma once
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "brisk/brisk.h"
 #include "guard.h"
+#include "engine/engine.h"
 #include "engine/session.h"
 #include "model/model.h"
 #include "sample/sampler.h"
@@ -20,6 +22,19 @@ struct brisk_session {
   std::unique_ptr<brisk::Session> session;
 };
 
+struct brisk_engine {
+  const brisk_model* owner;
+  brisk_engine_options options;
+  std::unique_ptr<brisk::Engine> engine;
+  std::vector<brisk_sequence*> sequences;  // freed with the engine
+};
+
+struct brisk_sequence {
+  brisk_engine* owner;
+  brisk::Sequence* seq;
+  brisk_generate_options gen;  // keeps the callback and its user_data
+};
+
 struct brisk_sampler {
   std::unique_ptr<brisk::Sampler> sampler;
 };
@@ -27,8 +42,8 @@ struct brisk_sampler {
 namespace brisk::capi {
 // Copies the caller's options over the defaults, honouring struct_size so an
 // older caller's smaller struct works with a newer library.
-template <class T>
-T merge_options(const T* given, void (*init)(T*)) {
+template <class T, class Init>
+T merge_options(const T* given, Init init) {
   T o;
   init(&o);
   if (given) {

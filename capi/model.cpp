@@ -5,6 +5,7 @@
 #include "bundle/verify.h"
 #include "guard.h"
 #include "handles.h"
+#include "tokenizer/chat_template.h"
 
 using brisk::capi::copy_out;
 using brisk::capi::copy_text_out;
@@ -13,7 +14,7 @@ using brisk::capi::require;
 
 extern "C" {
 
-void brisk_model_options_init(brisk_model_options* o) {
+static void fill_model_options(brisk_model_options* o) {
   if (!o) return;
   *o = brisk_model_options{};
   o->struct_size = sizeof(*o);
@@ -26,7 +27,7 @@ brisk_status brisk_model_open(const char* path, const brisk_model_options* optio
     *out = nullptr;
     require(path, "path");
     auto h = std::make_unique<brisk_model>();
-    h->options = brisk::capi::merge_options(options, brisk_model_options_init);
+    h->options = brisk::capi::merge_options(options, [](brisk_model_options* p) { brisk_model_options_init(p); });
     brisk::ModelOpenOptions mo;
     mo.vocab_only = h->options.vocab_only != 0;
     h->model = brisk::Model::open(path, mo);
@@ -54,6 +55,15 @@ brisk_status brisk_model_describe(const brisk_model* m, char* buf, size_t cap, s
   });
 }
 
+brisk_status brisk_model_weight_type(const brisk_model* m, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    copy_text_out(m->model->vocab_only() ? "" : m->model->main_weight_type(), buf, cap, needed);
+  });
+}
+
+uint64_t brisk_model_file_size(const brisk_model* m) { return m ? m->model->file().file_size() : 0; }
+
 brisk_status brisk_model_meta(const brisk_model* m, const char* key, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
     require(m, "model");
@@ -76,12 +86,13 @@ brisk_status brisk_tokenize(const brisk_model* m, const char* text, size_t len, 
   });
 }
 
-brisk_status brisk_token_to_piece(const brisk_model* m, int32_t token, char* buf, size_t cap, size_t* needed) {
+brisk_status brisk_token_to_piece(const brisk_model* m, int32_t token, uint32_t flags, char* buf, size_t cap,
+                                  size_t* needed) {
   return guard([&] {
     require(m, "model");
     if (token < 0 || token >= m->model->tokenizer().n_vocab())
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "token id " + std::to_string(token) + " is outside the vocabulary");
-    copy_text_out(m->model->tokenizer().token_to_piece(token), buf, cap, needed);
+    copy_text_out(m->model->tokenizer().token_to_piece(token, flags & BRISK_PIECE_SPECIAL), buf, cap, needed);
   });
 }
 
@@ -99,4 +110,42 @@ brisk_status brisk_detokenize(const brisk_model* m, const int32_t* tokens, size_
   });
 }
 
+brisk_status brisk_chat_render(const brisk_model* m, const char* template_name, const char* const* roles,
+                               const char* const* contents, size_t n, int32_t add_assistant, char* buf, size_t cap,
+                               size_t* needed) {
+  return guard([&] {
+    require(m, "model");
+    if (n > 0) {
+      require(roles, "roles");
+      require(contents, "contents");
+    }
+    brisk::ChatFamily family = brisk::ChatFamily::UNKNOWN;
+    if (template_name) {
+      family = brisk::chat_family_from_name(template_name);
+      if (family == brisk::ChatFamily::UNKNOWN)
+        brisk::fail(BRISK_ERR_INVALID_ARGUMENT, std::string("unknown chat template '") + template_name +
+                                                    "' (llama2, llama3, chatml, mistral, phi3)");
+    } else {
+      auto tmpl = m->model->file().opt_string("tokenizer.chat_template");
+      if (!tmpl) brisk::fail(BRISK_ERR_UNSUPPORTED, "the model has no chat template; name one (e.g. chatml)");
+      family = brisk::detect_chat_family(*tmpl);
+      if (family == brisk::ChatFamily::UNKNOWN)
+        brisk::fail(BRISK_ERR_UNSUPPORTED, "the model's chat template is not one brisk recognises; name one");
+    }
+    std::vector<brisk::ChatMessage> msgs;
+    for (size_t i = 0; i < n; ++i) {
+      require(roles[i], "a role");
+      require(contents[i], "a content");
+      msgs.push_back({roles[i], contents[i]});
+    }
+    copy_text_out(brisk::render_chat(family, msgs, add_assistant != 0), buf, cap, needed);
+  });
+}
+
+}  // extern "C"
+
+extern "C" {
+void brisk_model_options_init_sized(brisk_model_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_model_options);
+}
 }  // extern "C"

@@ -1,4 +1,5 @@
 // brisk_session_*, brisk_sampler_* and brisk_generate.
+#include <algorithm>
 #include <string>
 
 #include "guard.h"
@@ -19,7 +20,7 @@ bool call_abort(void* ctx) {
 
 extern "C" {
 
-void brisk_session_options_init(brisk_session_options* o) {
+static void fill_session_options(brisk_session_options* o) {
   if (!o) return;
   *o = brisk_session_options{};
   o->struct_size = sizeof(*o);
@@ -35,7 +36,7 @@ brisk_status brisk_session_create(const brisk_model* m, const brisk_session_opti
     require(m, "model");
     auto h = std::make_unique<brisk_session>();
     h->owner = m;
-    h->options = brisk::capi::merge_options(options, brisk_session_options_init);
+    h->options = brisk::capi::merge_options(options, [](brisk_session_options* p) { brisk_session_options_init(p); });
     const brisk_session_options& o = h->options;
     if (o.n_ctx > (1u << 24) || o.n_threads > 4096 || o.n_batch > (1u << 20))
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "session options out of range");
@@ -59,6 +60,13 @@ brisk_status brisk_session_reset(brisk_session* s) {
   return guard([&] {
     require(s, "session");
     s->session->reset();
+  });
+}
+
+brisk_status brisk_session_truncate(brisk_session* s, uint32_t position) {
+  return guard([&] {
+    require(s, "session");
+    s->session->truncate(static_cast<int>(std::min<uint32_t>(position, 1u << 30)));
   });
 }
 
@@ -98,7 +106,7 @@ brisk_status brisk_session_logits(const brisk_session* s, float* logits, size_t 
   });
 }
 
-void brisk_sampler_options_init(brisk_sampler_options* o) {
+static void fill_sampler_options(brisk_sampler_options* o) {
   if (!o) return;
   *o = brisk_sampler_options{};
   o->struct_size = sizeof(*o);
@@ -116,7 +124,7 @@ brisk_status brisk_sampler_create(const brisk_sampler_options* options, brisk_sa
   return guard([&] {
     require(out, "out_sampler");
     *out = nullptr;
-    brisk_sampler_options o = brisk::capi::merge_options(options, brisk_sampler_options_init);
+    brisk_sampler_options o = brisk::capi::merge_options(options, [](brisk_sampler_options* p) { brisk_sampler_options_init(p); });
     if (!(o.repeat_penalty > 0)) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "repeat_penalty must be positive");
     if (o.top_p != o.top_p || o.min_p != o.min_p || o.temperature != o.temperature)
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "sampler options must not be NaN");
@@ -151,7 +159,7 @@ void brisk_sampler_accept(brisk_sampler* sampler, int32_t token) {
   if (sampler) sampler->sampler->accept(token);
 }
 
-void brisk_generate_options_init(brisk_generate_options* o) {
+static void fill_generate_options(brisk_generate_options* o) {
   if (!o) return;
   *o = brisk_generate_options{};
   o->struct_size = sizeof(*o);
@@ -165,7 +173,7 @@ brisk_status brisk_generate(brisk_session* s, brisk_sampler* sampler, const bris
   return guard([&] {
     require(s, "session");
     require(sampler, "sampler");
-    brisk_generate_options o = brisk::capi::merge_options(options, brisk_generate_options_init);
+    brisk_generate_options o = brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
     if (o.max_tokens < 0) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
     brisk::Session::TokenCallback cb;
     if (o.token_fn) {
@@ -178,4 +186,16 @@ brisk_status brisk_generate(brisk_session* s, brisk_sampler* sampler, const bris
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_session_options_init_sized(brisk_session_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_session_options);
+}
+void brisk_sampler_options_init_sized(brisk_sampler_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_sampler_options);
+}
+void brisk_generate_options_init_sized(brisk_generate_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_generate_options);
+}
 }  // extern "C"

@@ -1,4 +1,7 @@
 // brisk_synthesize_model and friends.
+#include <unistd.h>
+
+#include <cstdio>
 #include <string>
 
 #include "guard.h"
@@ -10,7 +13,7 @@ using brisk::capi::require;
 
 extern "C" {
 
-void brisk_synthesize_options_init(brisk_synthesize_options* o) {
+static void fill_synthesize_options(brisk_synthesize_options* o) {
   if (!o) return;
   *o = brisk_synthesize_options{};
   o->struct_size = sizeof(*o);
@@ -21,7 +24,7 @@ void brisk_synthesize_options_init(brisk_synthesize_options* o) {
 brisk_status brisk_synthesize_model(const char* path, const brisk_synthesize_options* options) {
   return guard([&] {
     require(path, "path");
-    brisk_synthesize_options o = brisk::capi::merge_options(options, brisk_synthesize_options_init);
+    brisk_synthesize_options o = brisk::capi::merge_options(options, [](brisk_synthesize_options* p) { brisk_synthesize_options_init(p); });
     require(o.shape, "shape");
     require(o.weight_type, "weight_type");
     brisk::TensorType t;
@@ -29,6 +32,24 @@ brisk_status brisk_synthesize_model(const char* path, const brisk_synthesize_opt
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, std::string("unknown weight type '") + o.weight_type + "'");
     brisk::write_synthetic_model(brisk::find_synthetic_shape(o.shape), t, o.seed, path,
                                  static_cast<int>(o.n_threads));
+  });
+}
+
+brisk_status brisk_model_open_synthetic(const brisk_synthesize_options* synth, const brisk_model_options* options,
+                                        brisk_model** out) {
+  return guard([&] {
+    require(out, "out_model");
+    *out = nullptr;
+    // tmpfs when the machine has it (memory, not disk); the file is unlinked
+    // as soon as it is mapped, so it disappears with the process.
+    const char* dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    const std::string path = std::string(dir) + "/brisk-synthetic-" + std::to_string(::getpid()) + "-" +
+                             std::to_string(reinterpret_cast<uintptr_t>(out)) + ".gguf";
+    brisk_status st = brisk_synthesize_model(path.c_str(), synth);
+    if (st != BRISK_OK) brisk::fail(st, brisk_last_error());
+    st = brisk_model_open(path.c_str(), options, out);
+    std::remove(path.c_str());
+    if (st != BRISK_OK) brisk::fail(st, brisk_last_error());
   });
 }
 
@@ -40,4 +61,10 @@ brisk_status brisk_synthetic_shapes(char* buf, size_t cap, size_t* needed) {
   });
 }
 
+}  // extern "C"
+
+extern "C" {
+void brisk_synthesize_options_init_sized(brisk_synthesize_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_synthesize_options);
+}
 }  // extern "C"

@@ -8,6 +8,7 @@ PKGS=(
   libzstd-dev libxxhash-dev catch2 libcxxopts-dev nlohmann-json3-dev
   libhwloc-dev libpcre2-dev
   clang libclang-rt-14-dev
+  golang-go cargo rustc
 )
 
 missing=()

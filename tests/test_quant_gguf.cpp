@@ -195,6 +195,73 @@ TEST_CASE("logstories: Q4_K/Q6_K (Q4_K_M), Q8_0, Q4_0, F16 bytes equal llama-qua
   CHECK(c40[2] > 0);
   auto c16 = check_file(f32, TinyGguf(f16_path), {TensorType::F16});
   CHECK(c16[1] > 0);
-  for (auto& [t, n] : km) WARN("q4_k_m: " << brisk::type_traits(t).name << " x" << n);
-  for (auto& [t, n] : c40) WARN("q4_0: " << brisk::type_traits(t).name << " x" << n);
+}
+
+// Real importance: llama-imatrix's mean squared activations per column
+// (in_sum2 / counts) for logstories. Brisk's weighted encoders must lower the
+// importance-weighted error of every Q4_K/Q6_K tensor against plain
+// quantization, and should do at least as well on that objective as
+// llama.cpp's own imatrix quantization (same file, same imatrix). llama.cpp
+// weights elements by imatrix * sqrt(sigma^2 + x^2) rather than by the
+// imatrix alone, so it is not aiming at exactly this objective.
+TEST_CASE("logstories imatrix: weighted quantization beats plain and llama.cpp's imatrix output",
+          "[quant]") {
+  BRISK_TEST_FILE(f32_path, "models/logstories/logstories-f32.gguf");
+  BRISK_TEST_FILE(km_path, "models/logstories/logstories-q4_k_m-imatrix-logs.gguf");
+  BRISK_TEST_FILE(imat_path, "models/logstories/logstories.imatrix");
+  const TinyGguf f32(f32_path), km(km_path), imat(imat_path);
+  double total_plain = 0, total_brisk = 0, total_llama = 0;
+  int compared = 0;
+  for (const auto& [name, qt] : km.tensors()) {
+    const auto type = static_cast<brisk::TensorType>(qt.type);
+    if (type != brisk::TensorType::Q4_K && type != brisk::TensorType::Q6_K) continue;
+    auto sum2 = imat.tensors().find(name + ".in_sum2");
+    auto counts = imat.tensors().find(name + ".counts");
+    if (sum2 == imat.tensors().end() || counts == imat.tensors().end()) continue;
+    const TinyTensor& ft = f32.tensors().at(name);
+    const int64_t n = static_cast<int64_t>(ft.dims[0]);
+    REQUIRE(sum2->second.dims[0] == ft.dims[0]);
+    REQUIRE(sum2->second.dims.size() == 1);  // no per-expert matrices in this model
+    float count;
+    std::memcpy(&count, counts->second.data, sizeof(count));
+    std::vector<float> imp(static_cast<size_t>(n));
+    std::memcpy(imp.data(), sum2->second.data, imp.size() * sizeof(float));
+    for (float& v : imp) v /= count;
+
+    const auto* src = reinterpret_cast<const float*>(ft.data);
+    const size_t rb = brisk::row_bytes(type, n);
+    std::vector<uint8_t> buf(rb);
+    std::vector<float> y(static_cast<size_t>(n));
+    auto werr = [&](const float* x) {
+      double e = 0;
+      for (int64_t i = 0; i < n; ++i) e += imp[i] * (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+      return e;
+    };
+    double plain = 0, brisk_w = 0, llama = 0;
+    for (uint64_t r = 0; r < TinyGguf::rows(ft); ++r) {
+      const float* x = src + r * n;
+      brisk::quant::quantize_row(type, x, buf.data(), n);
+      brisk::quant::dequantize_row(type, buf.data(), y.data(), n);
+      plain += werr(x);
+      brisk::quant::quantize_row(type, x, buf.data(), n, imp.data());
+      brisk::quant::dequantize_row(type, buf.data(), y.data(), n);
+      brisk_w += werr(x);
+      brisk::quant::dequantize_row(type, qt.data + r * rb, y.data(), n);
+      llama += werr(x);
+    }
+    INFO(name << " " << brisk::type_name(type) << ": plain " << plain << " brisk " << brisk_w
+              << " llama.cpp " << llama);
+    CHECK(brisk_w < plain);
+    total_plain += plain;
+    total_brisk += brisk_w;
+    total_llama += llama;
+    ++compared;
+  }
+  INFO("totals: plain " << total_plain << " brisk " << total_brisk << " llama.cpp "
+                        << total_llama);
+  CHECK(compared > 0);
+  // Measured: plain 8.588, brisk 8.186, llama.cpp 8.382. This imatrix is
+  // only mildly skewed, so the gain is a few percent, not a factor.
+  CHECK(total_brisk < 0.97 * total_plain);
+  CHECK(total_brisk < total_llama);
 }

@@ -10,6 +10,7 @@
 
 #include "brisk/brisk.h"
 #include "commands.h"
+#include "chat.h"
 #include "common.h"
 
 namespace brisk::tools {
@@ -49,6 +50,9 @@ int cmd_run(int argc, char** argv) {
     ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
     ("cache-type-v", "KV cache type for values: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
     ("no-pin", "do not pin threads to cores")
+    ("chat", "interactive chat: one user message per line on stdin, replies on stdout")
+    ("system", "system prompt for --chat", cxxopts::value<std::string>()->default_value(""))
+    ("chat-template", "chat format for --chat: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
     ("ignore-eos", "keep generating after the end-of-sequence token")
     ("verify", "check the model's embedded checksums before running")
     ("h,help", "show this help");
@@ -102,12 +106,22 @@ int cmd_run(int argc, char** argv) {
   so.cache_type_k = cache_k;
   so.cache_type_v = cache_v;
   so.no_pin = args.count("no-pin") ? 1 : 0;
+  brisk_sampler_options sp;
+  brisk_sampler_options_init(&sp);
+  sp.temperature = args["temp"].as<float>();
+  sp.top_k = args["top-k"].as<int>();
+  sp.top_p = args["top-p"].as<float>();
+  sp.min_p = args["min-p"].as<float>();
+  sp.repeat_penalty = args["repeat-penalty"].as<float>();
+  sp.repeat_last_n = args["repeat-last-n"].as<int>();
+  sp.seed = args["seed"].as<uint64_t>();
   brisk_session* session = nullptr;
   brisk_sampler* sampler = nullptr;
   std::vector<int32_t> tokens;
   size_t n_gen = 0;
   double t0 = 0, t1 = 0, t2 = 0;
   int rc = 0;
+  bool chat_done = false;
   do {
     if ((st = brisk_session_create(model, &so, &session)) != BRISK_OK) break;
     size_t needed = 0;
@@ -117,21 +131,21 @@ int cmd_run(int argc, char** argv) {
     if ((st = brisk_tokenize(model, prompt.data(), prompt.size(), BRISK_TOKENIZE_ADD_BOS, tokens.data(),
                              tokens.size(), &needed)) != BRISK_OK)
       break;
+    if ((st = brisk_sampler_create(&sp, &sampler)) != BRISK_OK) break;
+    if (args.count("chat")) {
+      ChatSettings cs;
+      cs.system_prompt = args["system"].as<std::string>();
+      cs.template_name = args["chat-template"].as<std::string>();
+      cs.n_predict = n_predict;
+      rc = run_chat(model, session, sampler, cs);
+      chat_done = true;
+      break;
+    }
     if (tokens.empty()) {
       std::fprintf(stderr, "brisk run: error: the prompt is empty and the model adds no BOS token\n");
       rc = 1;
       break;
     }
-    brisk_sampler_options sp;
-    brisk_sampler_options_init(&sp);
-    sp.temperature = args["temp"].as<float>();
-    sp.top_k = args["top-k"].as<int>();
-    sp.top_p = args["top-p"].as<float>();
-    sp.min_p = args["min-p"].as<float>();
-    sp.repeat_penalty = args["repeat-penalty"].as<float>();
-    sp.repeat_last_n = args["repeat-last-n"].as<int>();
-    sp.seed = args["seed"].as<uint64_t>();
-    if ((st = brisk_sampler_create(&sp, &sampler)) != BRISK_OK) break;
     for (int32_t t : tokens) brisk_sampler_accept(sampler, t);
 
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
@@ -154,7 +168,7 @@ int cmd_run(int argc, char** argv) {
   if (st != BRISK_OK) {
     std::fflush(stdout);
     rc = report("run", st);
-  } else if (rc == 0) {
+  } else if (rc == 0 && !chat_done) {
     std::fprintf(stderr, "prompt: %zu tokens, %.2f tokens/s | generation: %zu tokens, %.2f tokens/s\n",
                  tokens.size(), tokens.size() / std::max(t1 - t0, 1e-9), n_gen,
                  n_gen > 0 ? n_gen / std::max(t2 - t1, 1e-9) : 0.0);

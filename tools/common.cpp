@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 namespace brisk::tools {
 
@@ -22,6 +23,67 @@ bool parse_type(const std::string& name, int32_t* out) {
     }
   }
   return false;
+}
+
+const char* type_name(int32_t type) {
+  switch (type) {
+    case BRISK_TYPE_F32: return "f32";
+    case BRISK_TYPE_F16: return "f16";
+    case BRISK_TYPE_BF16: return "bf16";
+    case BRISK_TYPE_Q8_0: return "q8_0";
+    case BRISK_TYPE_Q4_0: return "q4_0";
+    case BRISK_TYPE_Q4_1: return "q4_1";
+    case BRISK_TYPE_Q4_K: return "q4_k";
+    case BRISK_TYPE_Q5_K: return "q5_k";
+    case BRISK_TYPE_Q6_K: return "q6_k";
+    default: return "?";
+  }
+}
+
+bool parse_size(const std::string& text, uint64_t* out) {
+  if (text.empty()) return false;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::string suffix = text.substr(used);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (suffix == "KB" || suffix == "kB") mult = 1e3;
+  else if (suffix == "MB") mult = 1e6;
+  else if (suffix == "GB") mult = 1e9;
+  else if (!suffix.empty() && suffix != "B") return false;
+  if (!(v > 0)) return false;
+  *out = static_cast<uint64_t>(v * mult);
+  return true;
+}
+
+void ProgressLine::update(uint64_t done, uint64_t total, const std::string& detail) {
+  const double now = now_seconds();
+  if (t0_ < 0) t0_ = now;
+  const bool tty = ::isatty(2);
+  if (done < total && now - last_ < (tty ? 0.2 : 5.0)) return;
+  last_ = now;
+  char eta[32] = "";
+  if (done > 0 && total > done) {
+    const double left = (now - t0_) / done * (total - done);
+    std::snprintf(eta, sizeof eta, ", ETA %dm%02ds", static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+  }
+  const double pct = total ? 100.0 * done / total : 100.0;
+  std::fprintf(stderr, "%s%s: %5.1f%% (%llu/%llu%s) %s%s", tty ? "\r\033[K" : "", what_, pct,
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), eta, detail.c_str(),
+               tty ? "" : "\n");
+  drawn_ = tty;
+}
+
+void ProgressLine::finish() {
+  if (drawn_) std::fprintf(stderr, "\n");
+  drawn_ = false;
 }
 
 bool read_file(const char* cmd, const std::string& path, std::string* out) {

@@ -23,6 +23,26 @@ inline double now_seconds() {
 // Returns false for unknown names.
 bool parse_type(const std::string& name, int32_t* out);
 
+// The name of a brisk_type value ("q4_k"); "?" for ids the table lacks.
+const char* type_name(int32_t type);
+
+// "3.4M", "3558880", "512K", "1.5G" -> bytes (K = 1024). Returns false if malformed.
+bool parse_size(const std::string& text, uint64_t* out);
+
+// Progress with an ETA on stderr, redrawn in place on a terminal and printed
+// at most every few seconds otherwise.
+class ProgressLine {
+ public:
+  explicit ProgressLine(const char* what) : what_(what) {}
+  void update(uint64_t done, uint64_t total, const std::string& detail);
+  void finish();
+
+ private:
+  const char* what_;
+  double t0_ = -1, last_ = -1;
+  bool drawn_ = false;
+};
+
 // Reads a whole file; returns false (and prints why) on failure.
 bool read_file(const char* cmd, const std::string& path, std::string* out);
 

@@ -17,11 +17,17 @@ struct Command {
 
 const Command kCommands[] = {
     {"run", "generate text from a prompt", brisk::tools::cmd_run},
+    {"bench", "measure prompt and generation speed, single and parallel", brisk::tools::cmd_bench},
+    {"tokenize", "show the tokens of a text", brisk::tools::cmd_tokenize},
     {"synth", "write a random-weight model in the shape of a real one", brisk::tools::cmd_synth},
     {"convert", "convert a Hugging Face or llama2.c checkpoint to GGUF", brisk::tools::cmd_convert},
     {"verify", "check a model's or bundle's checksums; add a manifest", brisk::tools::cmd_verify},
     {"pack", "compress a GGUF into a verified .brisk bundle", brisk::tools::cmd_pack},
     {"unpack", "restore a GGUF from a .brisk bundle, verifying it", brisk::tools::cmd_unpack},
+    {"quantize", "quantize a GGUF model (optionally calibrated)", brisk::tools::cmd_quantize},
+    {"calibrate", "record activation statistics over your text", brisk::tools::cmd_calibrate},
+    {"compare", "greedy outputs of two models side by side", brisk::tools::cmd_compare},
+    {"ppl", "perplexity and KL divergence against a base model", brisk::tools::cmd_ppl},
 };
 
 void print_usage(FILE* out) {

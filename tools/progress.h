@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -20,14 +21,16 @@ inline void catch_sigint() {
 }
 inline int file_op_abort(void*) { return g_file_op_interrupted; }
 
-inline void file_op_progress(void*, double fraction, const char* what) {
+inline int file_op_progress(void*, const char*, uint64_t done, uint64_t total, const char* what) {
   static const bool tty = ::isatty(2);
-  if (!tty) return;
+  if (!tty) return 0;
+  const double fraction = total ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
   std::string w = what;
   if (w.size() > 60) w = w.substr(0, 57) + "...";
   std::fprintf(stderr, "\r%5.1f%% %-60s", 100.0 * fraction, w.c_str());
   if (fraction >= 1.0) std::fprintf(stderr, "\r%-68s\r", "");
   std::fflush(stderr);
+  return 0;
 }
 
 inline void file_op_log(void*, brisk_log_level, const char* message) {

@@ -4,7 +4,11 @@
  * Rules this header keeps (so that bindings can rely on them):
  *  - Handles are opaque. The only structs that cross the boundary are option
  *    structs: they begin with `uint32_t struct_size`, only grow at the end,
- *    are passed by pointer and get their defaults from brisk_*_options_init().
+ *    are passed by pointer and get their defaults from brisk_*_options_init(),
+ *    a macro that passes the struct's size as the caller's header knows it:
+ *    a program built against an older, smaller struct gets exactly the
+ *    fields it knows, and the library reads only struct_size bytes of it.
+ *    Bindings call brisk_*_options_init_sized(options, sizeof *options).
  *  - Every call that can fail returns a brisk_status (BRISK_OK or a fixed
  *    negative code, never renumbered); brisk_last_error() describes the last
  *    failure on the calling thread. Handles come back through out-parameters.
@@ -98,6 +102,12 @@ typedef enum brisk_log_level {
 typedef void (*brisk_log_fn)(void *user_data, brisk_log_level level, const char *message);
 /* Return non-zero to cancel the operation (it then returns BRISK_ERR_CANCELLED). */
 typedef int (*brisk_abort_fn)(void *user_data);
+/* Progress of a long operation. `stage` names it ("convert", "verify", "pack", "unpack",
+ * "quantize", "calibrate", "sensitivity", "ppl", "compare"); `done` of `total` units (bytes, tensors,
+ * tokens, chunks, prompts); `detail` says what is being worked on (never NULL).
+ * Return non-zero to cancel: the call then returns BRISK_ERR_CANCELLED. */
+typedef int (*brisk_progress_fn)(void *user_data, const char *stage, uint64_t done, uint64_t total,
+                                 const char *detail);
 
 /* ---- model ------------------------------------------------------------ */
 typedef struct brisk_model brisk_model;
@@ -120,7 +130,8 @@ typedef struct brisk_model_options {
   int32_t verify;
 } brisk_model_options;
 
-BRISK_API void brisk_model_options_init(brisk_model_options *options);
+BRISK_API void brisk_model_options_init_sized(brisk_model_options *options, size_t size);
+#define brisk_model_options_init(options) brisk_model_options_init_sized((options), sizeof(*(options)))
 /* Opens a GGUF model file. options may be NULL for defaults. */
 BRISK_API brisk_status brisk_model_open(const char *path, const brisk_model_options *options,
                                         brisk_model **out_model);
@@ -134,6 +145,10 @@ BRISK_API int32_t brisk_model_token_eos(const brisk_model *model); /* -1 if none
 /* One line such as "llama 5 layers, dim 64, vocab 512, f32, 1.2 MB". */
 BRISK_API brisk_status brisk_model_describe(const brisk_model *model, char *buf, size_t cap,
                                             size_t *needed);
+/* The type most of the model's matrix bytes are stored in, e.g. "q4_0". */
+BRISK_API brisk_status brisk_model_weight_type(const brisk_model *model, char *buf, size_t cap, size_t *needed);
+/* Size of the model file in bytes. */
+BRISK_API uint64_t brisk_model_file_size(const brisk_model *model);
 /* A metadata value rendered as text (strings as they are, numbers in decimal,
  * arrays as "[n items]"). BRISK_ERR_NOT_FOUND if the key is absent. */
 BRISK_API brisk_status brisk_model_meta(const brisk_model *model, const char *key, char *buf,
@@ -142,21 +157,37 @@ BRISK_API brisk_status brisk_model_meta(const brisk_model *model, const char *ke
 /* ---- tokens ----------------------------------------------------------- */
 enum {
   BRISK_TOKENIZE_ADD_BOS = 1u << 0,       /* add BOS if the model's metadata asks for it */
-  BRISK_TOKENIZE_PARSE_SPECIAL = 1u << 1  /* recognise "<s>", "<|im_start|>"... in the text */
+  BRISK_TOKENIZE_PARSE_SPECIAL = 1u << 1, /* recognise "<s>", "<|im_start|>"... in the text */
+  BRISK_PIECE_SPECIAL = 1u << 2           /* token_to_piece: give control tokens' text ("<s>") */
 };
 
 /* Text (UTF-8, len bytes) to token ids. Thread-safe on a shared model. */
 BRISK_API brisk_status brisk_tokenize(const brisk_model *model, const char *text, size_t len,
                                       uint32_t flags, int32_t *tokens, size_t cap,
                                       size_t *needed);
-/* The raw bytes of one token (may be part of a UTF-8 character). */
-BRISK_API brisk_status brisk_token_to_piece(const brisk_model *model, int32_t token, char *buf,
+/* The raw bytes of one token (may be part of a UTF-8 character); control
+ * tokens give "" unless flags has BRISK_PIECE_SPECIAL. *needed counts a
+ * terminating NUL, which is always written. */
+BRISK_API brisk_status brisk_token_to_piece(const brisk_model *model, int32_t token, uint32_t flags, char *buf,
                                             size_t cap, size_t *needed);
 /* Token ids to text; a leading space the tokenizer added is removed when
  * BRISK_TOKENIZE_ADD_BOS is set in flags and the first token is BOS. */
 BRISK_API brisk_status brisk_detokenize(const brisk_model *model, const int32_t *tokens,
                                         size_t n_tokens, uint32_t flags, char *buf, size_t cap,
                                         size_t *needed);
+
+/* ---- chat templates --------------------------------------------------- */
+/* Renders a conversation in the model's chat format, recognised from its
+ * tokenizer.chat_template metadata (Llama 2, Llama 3, ChatML/Qwen2, Mistral,
+ * Phi-3), or from template_name ("llama2", "llama3", "chatml", "mistral",
+ * "phi3") when that is not NULL. roles[i]/contents[i] are UTF-8 strings
+ * ("system", "user", "assistant"). add_assistant non-zero appends the start of
+ * the assistant's reply. Tokenize the result with BRISK_TOKENIZE_ADD_BOS |
+ * BRISK_TOKENIZE_PARSE_SPECIAL. BRISK_ERR_UNSUPPORTED if the format is unknown. */
+BRISK_API brisk_status brisk_chat_render(const brisk_model *model, const char *template_name,
+                                         const char *const *roles, const char *const *contents,
+                                         size_t n_messages, int32_t add_assistant, char *buf, size_t cap,
+                                         size_t *needed);
 
 /* ---- session: one sequence with its own KV cache ---------------------- */
 typedef struct brisk_session brisk_session;
@@ -180,13 +211,17 @@ typedef struct brisk_session_options {
   int32_t no_pin;
 } brisk_session_options;
 
-BRISK_API void brisk_session_options_init(brisk_session_options *options);
+BRISK_API void brisk_session_options_init_sized(brisk_session_options *options, size_t size);
+#define brisk_session_options_init(options) brisk_session_options_init_sized((options), sizeof(*(options)))
 BRISK_API brisk_status brisk_session_create(const brisk_model *model,
                                             const brisk_session_options *options,
                                             brisk_session **out_session);
 BRISK_API void brisk_session_free(brisk_session *session);
 /* Forgets every token; the session starts again at position 0. */
 BRISK_API brisk_status brisk_session_reset(brisk_session *session);
+/* Forgets the tokens from `position` on (position <= current position);
+ * evaluate at least one token before asking for logits again. */
+BRISK_API brisk_status brisk_session_truncate(brisk_session *session, uint32_t position);
 /* Number of tokens in the session's context so far. */
 BRISK_API uint32_t brisk_session_position(const brisk_session *session);
 BRISK_API uint32_t brisk_session_n_ctx(const brisk_session *session);
@@ -219,7 +254,8 @@ typedef struct brisk_sampler_options {
   uint64_t seed;         /* same seed, same model, same prompt: same text. Default 0 */
 } brisk_sampler_options;
 
-BRISK_API void brisk_sampler_options_init(brisk_sampler_options *options);
+BRISK_API void brisk_sampler_options_init_sized(brisk_sampler_options *options, size_t size);
+#define brisk_sampler_options_init(options) brisk_sampler_options_init_sized((options), sizeof(*(options)))
 BRISK_API brisk_status brisk_sampler_create(const brisk_sampler_options *options,
                                             brisk_sampler **out_sampler);
 BRISK_API void brisk_sampler_free(brisk_sampler *sampler);
@@ -251,13 +287,86 @@ typedef struct brisk_generate_options {
   void *token_user_data;
 } brisk_generate_options;
 
-BRISK_API void brisk_generate_options_init(brisk_generate_options *options);
+BRISK_API void brisk_generate_options_init_sized(brisk_generate_options *options, size_t size);
+#define brisk_generate_options_init(options) brisk_generate_options_init_sized((options), sizeof(*(options)))
 /* Samples, evaluates and reports tokens until a stop condition. The prompt
  * must have been evaluated with brisk_session_eval first. n_generated and
  * stop_reason may be NULL. Cancellation: the session's abort_fn. */
 BRISK_API brisk_status brisk_generate(brisk_session *session, brisk_sampler *sampler,
                                       const brisk_generate_options *options,
                                       size_t *n_generated, brisk_stop_reason *stop_reason);
+
+/* ---- engine: many sequences per weight read --------------------------- */
+/* An engine owns a thread pool, a KV cache with n_seq_max slots and a
+ * scheduler. Each brisk_engine_step() runs ONE forward pass over the work of
+ * every sequence (a decode token for each generating sequence, plus prompt
+ * chunks up to n_batch tokens), so each weight is read once for all of them.
+ * Sequences join and leave between steps; a finished sequence gives its slot
+ * back at once. An engine and its sequences belong to one thread at a time;
+ * token callbacks run on that thread, inside brisk_engine_step(). */
+typedef struct brisk_engine brisk_engine;
+typedef struct brisk_sequence brisk_sequence;
+
+typedef struct brisk_engine_options {
+  uint32_t struct_size;
+  uint32_t n_ctx;        /* per sequence; 0: model's training context, at most 4096 */
+  uint32_t n_seq_max;    /* sequences that can exist at once. Default 8 */
+  uint32_t n_threads;    /* 0: one per physical core */
+  uint32_t n_batch;      /* most tokens per step. Default 512 */
+  int32_t cache_type_k;  /* BRISK_TYPE_AUTO (default), F32, F16, Q8_0, Q4_0 */
+  int32_t cache_type_v;
+  int32_t no_pin;        /* non-zero: do not pin threads to cores */
+  const char *cpu_list;  /* e.g. "0,2,4,6": pin thread i to the i-th CPU. NULL: one per physical core */
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  /* Memory the engine may plan for, in bytes; 0: what the machine has
+   * available. Creation fails with BRISK_ERR_OUT_OF_MEMORY and a message
+   * giving the numbers and the largest parallel/context that would fit. */
+  uint64_t memory_budget;
+} brisk_engine_options;
+
+typedef enum brisk_sequence_state {
+  BRISK_SEQ_IDLE = 0,       /* evaluated everything it was given; not generating */
+  BRISK_SEQ_PREFILL = 1,    /* prompt tokens still to evaluate */
+  BRISK_SEQ_GENERATING = 2,
+  BRISK_SEQ_FINISHED = 3    /* see brisk_sequence_stop_reason(); its slot is free */
+} brisk_sequence_state;
+
+BRISK_API void brisk_engine_options_init_sized(brisk_engine_options *options, size_t size);
+#define brisk_engine_options_init(options) brisk_engine_options_init_sized((options), sizeof(*(options)))
+BRISK_API brisk_status brisk_engine_create(const brisk_model *model, const brisk_engine_options *options,
+                                           brisk_engine **out_engine);
+/* Frees the engine and every sequence still attached to it. */
+BRISK_API void brisk_engine_free(brisk_engine *engine);
+/* "2 threads, pinned to cores 0,1 (cpus 0,1); 8 slots x 2048 tokens; KV f16/f16 (...)" */
+BRISK_API brisk_status brisk_engine_describe(const brisk_engine *engine, char *buf, size_t cap, size_t *needed);
+/* Threads the engine computes with (the calling thread included). */
+BRISK_API uint32_t brisk_engine_n_threads(const brisk_engine *engine);
+/* One forward pass over all ready work; *n_active (may be NULL) receives the
+ * number of sequences that still have work. */
+BRISK_API brisk_status brisk_engine_step(brisk_engine *engine, uint32_t *n_active);
+
+/* A new, empty sequence in a free slot (BRISK_ERR_OUT_OF_MEMORY if none). */
+BRISK_API brisk_status brisk_sequence_create(brisk_engine *engine, brisk_sequence **out_sequence);
+/* A new sequence whose context is a copy of src's (src must be idle): a
+ * shared system prompt is evaluated once and forked per request. */
+BRISK_API brisk_status brisk_sequence_fork(const brisk_sequence *src, brisk_sequence **out_sequence);
+BRISK_API void brisk_sequence_free(brisk_sequence *sequence);
+/* Queues tokens to evaluate in coming steps. */
+BRISK_API brisk_status brisk_sequence_add_tokens(brisk_sequence *sequence, const int32_t *tokens, size_t n_tokens);
+/* Tokenizes text (flags as brisk_tokenize) and queues the tokens. */
+BRISK_API brisk_status brisk_sequence_add_text(brisk_sequence *sequence, const char *text, size_t len,
+                                               uint32_t flags);
+/* After the queued tokens, generate with these settings (options may be NULL
+ * for defaults); tokens are reported through options->token_fn during steps. */
+BRISK_API brisk_status brisk_sequence_generate(brisk_sequence *sequence, const brisk_sampler_options *sampling,
+                                               const brisk_generate_options *options);
+BRISK_API brisk_sequence_state brisk_sequence_get_state(const brisk_sequence *sequence);
+BRISK_API brisk_stop_reason brisk_sequence_stop_reason(const brisk_sequence *sequence);
+BRISK_API uint32_t brisk_sequence_position(const brisk_sequence *sequence);
+/* The tokens generated so far. */
+BRISK_API brisk_status brisk_sequence_generated(const brisk_sequence *sequence, int32_t *tokens, size_t cap,
+                                                size_t *needed);
 
 /* ---- synthetic models -------------------------------------------------- */
 /* Random weights in the shape of a real model, for benchmarks and tests. */
@@ -269,9 +378,14 @@ typedef struct brisk_synthesize_options {
   uint32_t n_threads;      /* 0: all cores */
 } brisk_synthesize_options;
 
-BRISK_API void brisk_synthesize_options_init(brisk_synthesize_options *options);
+BRISK_API void brisk_synthesize_options_init_sized(brisk_synthesize_options *options, size_t size);
+#define brisk_synthesize_options_init(options) brisk_synthesize_options_init_sized((options), sizeof(*(options)))
 /* Writes a GGUF file (atomically: temporary file, then rename). */
 BRISK_API brisk_status brisk_synthesize_model(const char *path, const brisk_synthesize_options *options);
+/* Makes a synthetic model in memory (a file on tmpfs that is unlinked once
+ * mapped, so nothing is left behind) and opens it. */
+BRISK_API brisk_status brisk_model_open_synthetic(const brisk_synthesize_options *synth,
+                                                  const brisk_model_options *options, brisk_model **out_model);
 /* The built-in shape names, comma-separated. */
 BRISK_API brisk_status brisk_synthetic_shapes(char *buf, size_t cap, size_t *needed);
 
@@ -282,9 +396,6 @@ BRISK_API brisk_status brisk_synthetic_shapes(char *buf, size_t cap, size_t *nee
  * Formats: docs/manifest.md. Outputs are written atomically (temporary file,
  * then rename): a failed or cancelled call leaves no partial file. */
 
-/* Progress of a long operation: fraction in [0, 1] and what it is doing.
- * Called on the thread that made the call. */
-typedef void (*brisk_progress_fn)(void *user_data, double fraction, const char *what);
 
 typedef struct brisk_convert_options {
   uint32_t struct_size;
@@ -306,7 +417,8 @@ typedef struct brisk_convert_options {
   void *log_user_data;
 } brisk_convert_options;
 
-BRISK_API void brisk_convert_options_init(brisk_convert_options *options);
+BRISK_API void brisk_convert_options_init_sized(brisk_convert_options *options, size_t size);
+#define brisk_convert_options_init(options) brisk_convert_options_init_sized((options), sizeof(*(options)))
 /* Converts a Hugging Face model directory (config.json, model.safetensors or
  * shards with model.safetensors.index.json, tokenizer.json; Llama, Mistral
  * and Qwen2) to a GGUF file. */
@@ -332,7 +444,8 @@ typedef struct brisk_verify_options {
   void *mismatch_user_data;
 } brisk_verify_options;
 
-BRISK_API void brisk_verify_options_init(brisk_verify_options *options);
+BRISK_API void brisk_verify_options_init_sized(brisk_verify_options *options, size_t size);
+#define brisk_verify_options_init(options) brisk_verify_options_init_sized((options), sizeof(*(options)))
 /* Recomputes the checksums of a GGUF file (against its embedded manifest)
  * or of a .brisk bundle (decompressing it without writing anything).
  * BRISK_OK: everything matches. BRISK_ERR_CHECKSUM: something differs; each
@@ -361,7 +474,8 @@ typedef struct brisk_pack_options {
   void *log_user_data;
 } brisk_pack_options;
 
-BRISK_API void brisk_pack_options_init(brisk_pack_options *options);
+BRISK_API void brisk_pack_options_init_sized(brisk_pack_options *options, size_t size);
+#define brisk_pack_options_init(options) brisk_pack_options_init_sized((options), sizeof(*(options)))
 /* Compresses a GGUF into a .brisk bundle. A GGUF with a manifest is verified
  * first (BRISK_ERR_CHECKSUM if damaged); one without gets bundle checksums only. */
 BRISK_API brisk_status brisk_pack(const char *gguf_path, const char *bundle_path,
@@ -373,6 +487,178 @@ BRISK_API brisk_status brisk_pack(const char *gguf_path, const char *bundle_path
 BRISK_API brisk_status brisk_unpack(const char *bundle_path, const char *gguf_path,
                                     const brisk_pack_options *options);
 /* ==== end of conversion, checksums and bundles ========================= */
+
+/* ==== quantization, calibration and quality (branch calib) =========== */
+
+
+/* Called once per tensor of the output, in file order, as it is written:
+ * types are brisk_type values (GGUF ids); `why` says how the type was chosen
+ * ("default", "mixture rule", "override REGEX", "recipe", "fallback: ..."). */
+typedef void (*brisk_quantize_tensor_fn)(void *user_data, const char *name, int32_t src_type,
+                                         int32_t type, uint64_t n_elements, uint64_t bytes,
+                                         const char *why);
+
+typedef struct brisk_quantize_options {
+  uint32_t struct_size;
+  /* Preset: "q8_0" (default), "q4_0", "q4_1", "q4_k_m", "q4_k_s", "q6_k",
+   * "f16", "bf16", "q4_k", "q5_k", "mixed-4-8". */
+  const char *type;
+  /* Per-tensor overrides "REGEX=TYPE" (e.g. "attn_.*=q8_0"); the first
+   * pattern found in a tensor's name wins. */
+  const char *const *tensor_types;
+  size_t n_tensor_types;
+  uint32_t n_threads; /* 0: all cores */
+  brisk_progress_fn progress_fn;
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_log_fn log_fn; /* warnings (fallbacks, ...); may be NULL */
+  void *log_user_data;
+  brisk_quantize_tensor_fn tensor_fn; /* may be NULL */
+  void *tensor_user_data;
+  /* Calibration statistics from brisk_calibrate (or a llama-imatrix GGUF):
+   * every 4- to 8-bit matrix is quantized weighted by its mean squared
+   * activations. NULL (default): no calibration; the fields below need it. */
+  const char *calibration;
+  /* Automatic per-tensor precision: choose each matrix's type among Q4_0,
+   * Q4_K, Q5_K, Q6_K, Q8_0 to minimise the predicted damage (KL divergence)
+   * with the output file at most target_size bytes, or target_bpw bits per
+   * weight over all tensors. 0: off (the preset's recipe). */
+  uint64_t target_size;
+  double target_bpw;
+  /* Non-zero: rank tensors by importance-weighted error only, without
+   * measuring KL on the calibration text (faster, less exact). Default 0. */
+  int32_t sensitivity_proxy_only;
+  uint32_t sensitivity_tokens; /* calibration tokens for the KL measurement. 0: 1024 */
+  /* Write OUT.report.md and OUT.report.json (data hashes, recipe, size,
+   * PPL and KL against the input on held-out text). Default 1. */
+  int32_t report;
+  /* Evaluate on this text instead of the held-out split (refused if it is
+   * calibration data, unless eval_on_calib). */
+  const char *eval_file;
+  /* Non-zero: evaluate on the calibration text; the report says so loudly. */
+  int32_t eval_on_calib;
+  uint32_t eval_max_chunks; /* 0: 64; UINT32_MAX: all */
+} brisk_quantize_options;
+
+BRISK_API void brisk_quantize_options_init_sized(brisk_quantize_options *options, size_t size);
+#define brisk_quantize_options_init(options) brisk_quantize_options_init_sized((options), sizeof(*(options)))
+/* Quantizes a GGUF model (F32/F16/BF16, or quantized with a warning) into a
+ * new GGUF file, written atomically. options may be NULL (q8_0). */
+BRISK_API brisk_status brisk_quantize(const char *input_path, const char *output_path,
+                                      const brisk_quantize_options *options);
+
+/* ---- calibration ------------------------------------------------------ */
+typedef struct brisk_calibrate_options {
+  uint32_t struct_size;
+  /* Text files, JSONL files (.jsonl/.ndjson: one object per line) or
+   * directories of them (every file, sorted by path). */
+  const char *const *data_paths;
+  size_t n_data_paths;
+  const char *jsonl_field; /* the text field of JSONL records. Default "text" */
+  uint32_t n_ctx;          /* tokens per chunk. 0: min(training context, 512) */
+  uint64_t max_tokens;     /* token budget (evenly spaced chunks). 0: all */
+  /* Share of each file (its tail, cut at a line or record) kept out of the
+   * statistics for evaluation. Default 0.1. */
+  float holdout;
+  int32_t resume; /* non-zero: continue the partial file at output_path */
+  uint32_t n_threads;
+  uint32_t checkpoint_seconds; /* partial file saved this often. 0: 60 */
+  brisk_progress_fn progress_fn; /* stage "calibrate", units: tokens */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+  brisk_log_fn log_fn;
+  void *log_user_data;
+} brisk_calibrate_options;
+
+BRISK_API void brisk_calibrate_options_init_sized(brisk_calibrate_options *options, size_t size);
+#define brisk_calibrate_options_init(options) brisk_calibrate_options_init_sized((options), sizeof(*(options)))
+/* Runs the model (F32/F16 preferred) over the data and writes activation
+ * statistics to output_path (GGUF, llama.cpp imatrix layout plus
+ * brisk.calibration.* keys; docs/calibration.md). When cancelled, the
+ * statistics so far are saved as a partial file (resume it with `resume`)
+ * and BRISK_ERR_CANCELLED is returned. */
+BRISK_API brisk_status brisk_calibrate(const char *model_path, const char *output_path,
+                                       const brisk_calibrate_options *options);
+
+/* ---- perplexity and KL divergence ------------------------------------ */
+/* Chunking of the text (see brisk_perplexity). */
+enum {
+  BRISK_PPL_CHUNK_REPLACE_BOS = 0, /* llama-perplexity: tokenize with BOS, chunks of n_ctx, first token := BOS */
+  BRISK_PPL_CHUNK_PREPEND_BOS = 1  /* tokenize without BOS, chunks of n_ctx-1 tokens evaluated as [BOS]+chunk */
+};
+enum {
+  BRISK_PPL_SCORE_SECOND_HALF = 0, /* predictions at positions n_ctx/2 .. n_ctx-2 (llama-perplexity) */
+  BRISK_PPL_SCORE_ALL = 1          /* every prediction of the chunk */
+};
+
+typedef struct brisk_ppl_options {
+  uint32_t struct_size;
+  uint32_t n_ctx;      /* tokens per chunk. 0: min(training context, 512) */
+  uint32_t max_chunks; /* 0: all */
+  int32_t chunking;    /* BRISK_PPL_CHUNK_*. Default REPLACE_BOS */
+  int32_t scoring;     /* BRISK_PPL_SCORE_*. Default SECOND_HALF */
+  int64_t max_chars;   /* only the first N UTF-8 characters of the text; < 0 (default): all */
+  uint32_t n_threads;  /* 0: one per physical core */
+  brisk_progress_fn progress_fn; /* stage "ppl", units: chunks */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+} brisk_ppl_options;
+
+typedef struct brisk_ppl_result brisk_ppl_result;
+
+BRISK_API void brisk_ppl_options_init_sized(brisk_ppl_options *options, size_t size);
+#define brisk_ppl_options_init(options) brisk_ppl_options_init_sized((options), sizeof(*(options)))
+/* Perplexity of `model` on text (UTF-8, len bytes); with base_model (may be
+ * NULL) also KL(base || model) per scored position, same-top-token rate and
+ * the PPL difference, with standard errors as llama-perplexity prints them. */
+BRISK_API brisk_status brisk_perplexity(const brisk_model *model, const brisk_model *base_model,
+                                        const char *text, size_t len, const brisk_ppl_options *options,
+                                        brisk_ppl_result **out_result);
+/* A figure by name: "ppl", "ppl_error", "mean_nll", "mean_nll_error", "chunks",
+ * "scored_tokens", "text_tokens"; with a base: "base_ppl", "base_ppl_error",
+ * "kld_mean", "kld_error", "kld_median", "kld_p99", "kld_p99.9", "kld_max",
+ * "same_top_pct", "same_top_error", "delta_ppl", "delta_ppl_error",
+ * "ln_ppl_ratio", "ln_ppl_ratio_error". BRISK_ERR_NOT_FOUND otherwise. */
+BRISK_API brisk_status brisk_ppl_result_value(const brisk_ppl_result *result, const char *key, double *out_value);
+/* The whole result as a JSON object (documented in docs/calibration.md). */
+BRISK_API brisk_status brisk_ppl_result_json(const brisk_ppl_result *result, char *buf, size_t cap,
+                                             size_t *needed);
+BRISK_API void brisk_ppl_result_free(brisk_ppl_result *result);
+
+/* ---- comparing two models' greedy outputs ------------------------------ */
+typedef struct brisk_compare_options {
+  uint32_t struct_size;
+  int32_t n_predict;   /* tokens generated per prompt and model. Default 64 */
+  uint32_t n_ctx;      /* 0: min(training context, 4096) */
+  uint32_t n_threads;  /* 0: one per physical core */
+  int32_t stop_at_eos; /* Default 1 */
+  brisk_progress_fn progress_fn; /* stage "compare", units: prompts */
+  void *progress_user_data;
+  brisk_abort_fn abort_fn;
+  void *abort_user_data;
+} brisk_compare_options;
+
+typedef struct brisk_compare_result brisk_compare_result;
+
+BRISK_API void brisk_compare_options_init_sized(brisk_compare_options *options, size_t size);
+#define brisk_compare_options_init(options) brisk_compare_options_init_sized((options), sizeof(*(options)))
+/* Generates greedily from both models for each prompt (with BOS) and compares. */
+BRISK_API brisk_status brisk_compare(const brisk_model *model_a, const brisk_model *model_b,
+                                     const char *const *prompts, size_t n_prompts,
+                                     const brisk_compare_options *options, brisk_compare_result **out_result);
+/* "prompts", "identical_pct", "diverging", "mean_first_divergence_token". */
+BRISK_API brisk_status brisk_compare_result_value(const brisk_compare_result *result, const char *key,
+                                                  double *out_value);
+/* Per prompt: identical, first divergence (tokens and characters), both
+ * texts and token ids; plus the totals. */
+BRISK_API brisk_status brisk_compare_result_json(const brisk_compare_result *result, char *buf, size_t cap,
+                                                 size_t *needed);
+BRISK_API void brisk_compare_result_free(brisk_compare_result *result);
+
+/* ==== end of the calib section ======================================== */
 
 #ifdef __cplusplus
 }

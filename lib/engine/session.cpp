@@ -9,12 +9,6 @@ namespace brisk {
 
 namespace {
 
-int resolve_ctx(const Model& m, int n_ctx) {
-  if (n_ctx < 0) fail(BRISK_ERR_INVALID_ARGUMENT, "context length must be positive");
-  if (n_ctx == 0) n_ctx = std::min(m.config().n_ctx_train, 4096);
-  return n_ctx;
-}
-
 ThreadPoolOptions pool_options(const SessionOptions& o) {
   ThreadPoolOptions p;
   p.n_threads = o.n_threads;
@@ -22,26 +16,12 @@ ThreadPoolOptions pool_options(const SessionOptions& o) {
   return p;
 }
 
-const Model& require_weights(const Model& m) {
-  if (m.vocab_only()) fail(BRISK_ERR_INVALID_ARGUMENT, "the model was opened for tokenizing only");
-  return m;
-}
-
 }  // namespace
-
-TensorType default_cache_type(const Model& model) {
-  const Weights& w = model.weights();
-  bool all_f32 = w.token_embd.type == TensorType::F32 && w.output.type == TensorType::F32;
-  for (const LayerWeights& L : w.layers)
-    for (const Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      all_f32 = all_f32 && m->type == TensorType::F32;
-  return all_f32 ? TensorType::F32 : TensorType::F16;
-}
 
 Session::Session(const Model& model, const SessionOptions& options)
     : model_(require_weights(model)),
       opt_(options),
-      n_ctx_(resolve_ctx(model, options.n_ctx)),
+      n_ctx_(resolve_context(model, options.n_ctx)),
       pool_(pool_options(options)),
       cache_(model.config(), 1, n_ctx_, options.k_type.value_or(default_cache_type(model)),
              options.v_type.value_or(default_cache_type(model))),
@@ -51,6 +31,15 @@ Session::Session(const Model& model, const SessionOptions& options)
 
 void Session::reset() {
   pos_ = 0;
+  last_token_ = -1;
+  last_logits_.clear();
+}
+
+void Session::truncate(int n) {
+  if (n < 0 || n > pos_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "cannot truncate to position " + std::to_string(n) + " of " + std::to_string(pos_));
+  if (n == pos_) return;
+  pos_ = n;
   last_token_ = -1;
   last_logits_.clear();
 }

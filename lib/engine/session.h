@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor_type.h"
+#include "engine/common.h"
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -29,11 +30,6 @@ struct SessionOptions {
   void* abort_ctx = nullptr;
 };
 
-enum class StopReason { max_tokens, eos, callback, context_full };
-
-// The cache type used when none is asked for (see SessionOptions).
-TensorType default_cache_type(const Model& model);
-
 class Session {
  public:
   Session(const Model& model, const SessionOptions& options);
@@ -46,6 +42,8 @@ class Session {
   void eval(const int32_t* tokens, size_t n, float* all_logits = nullptr);
   const std::vector<float>& logits() const { return last_logits_; }
   void reset();
+  // Forgets tokens from position n on; logits must be recomputed by eval().
+  void truncate(int n);
 
   // Called per generated token with its complete UTF-8 text; return false to stop.
   using TokenCallback = std::function<bool(int32_t token, const std::string& text)>;

@@ -73,3 +73,24 @@ const MatmulKernel& matmul_kernel(TensorType t) {
 }
 
 }  // namespace brisk::kernels
+
+#include "kernels/vec.h"
+
+namespace brisk::kernels {
+
+const VecKernels* vec_kernels_for(Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::avx512: return avx512_vec_kernels();
+    case Isa::avx2: return avx2_vec_kernels();
+    case Isa::scalar: return ref_vec_kernels();
+  }
+  return nullptr;
+}
+
+const VecKernels& vec_kernels() {
+  static const VecKernels* k = vec_kernels_for(active_isa());
+  return *k;
+}
+
+}  // namespace brisk::kernels

@@ -24,7 +24,8 @@ Forward::Forward(const ModelConfig& c, const Weights& w, int max_tokens, int n_c
   gate_.resize(T * c.n_ff);
   up_.resize(T * c.n_ff);
   rope_cs_.resize(T * c.rope_dim);
-  scores_.resize(static_cast<size_t>(n_threads) * n_ctx);
+  scores_.resize(static_cast<size_t>(n_threads) * (c.n_head / c.n_head_kv) * n_ctx);
+  row_buf_.resize(static_cast<size_t>(n_threads) * c.head_dim);
   logits_.resize(T * c.n_vocab);
   // theta_i = base^(-2i/d), in double so long contexts keep their precision.
   inv_freq_.resize(c.rope_dim / 2);
@@ -94,9 +95,8 @@ void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool&
   const ModelConfig& c = config_;
   const LayerWeights& L = w_.layers[l];
   const int n = b.size();
-  mm_.run(pool, L.wq, xn_.data(), c.n_embd, n, q_.data(), c.q_dim());
-  mm_.run(pool, L.wk, xn_.data(), c.n_embd, n, k_.data(), c.kv_dim());
-  mm_.run(pool, L.wv, xn_.data(), c.n_embd, n, v_.data(), c.kv_dim());
+  mm_.run(pool, {{&L.wq, q_.data(), c.q_dim()}, {&L.wk, k_.data(), c.kv_dim()}, {&L.wv, v_.data(), c.kv_dim()}},
+          xn_.data(), c.n_embd, n);
   for (int t = 0; t < n; ++t) {
     float* q = &q_[static_cast<size_t>(t) * c.q_dim()];
     float* k = &k_[static_cast<size_t>(t) * c.kv_dim()];
@@ -119,8 +119,7 @@ void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool&
 void Forward::feed_forward_block(int l, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& L = w_.layers[l];
-  mm_.run(pool, L.w_gate, xn_.data(), c.n_embd, n, gate_.data(), c.n_ff);
-  mm_.run(pool, L.w_up, xn_.data(), c.n_embd, n, up_.data(), c.n_ff);
+  mm_.run(pool, {{&L.w_gate, gate_.data(), c.n_ff}, {&L.w_up, up_.data(), c.n_ff}}, xn_.data(), c.n_embd, n);
   for (int t = 0; t < n; ++t)
     ops::swiglu(&gate_[static_cast<size_t>(t) * c.n_ff], &up_[static_cast<size_t>(t) * c.n_ff], c.n_ff);
   mm_.invalidate();

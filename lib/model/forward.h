@@ -57,7 +57,8 @@ class Forward {
   // Scratch, one row per batch token.
   std::vector<float> x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
   std::vector<float> rope_cs_;   // (cos, sin) per token per frequency
-  std::vector<float> scores_;    // per thread: attention weights over n_ctx positions
+  std::vector<float> scores_;    // per thread: attention weights, [group][n_ctx]
+  std::vector<float> row_buf_;   // per thread: one cache row as floats
   std::vector<float> logits_;
   std::vector<float> inv_freq_;  // per frequency pair
 };

@@ -5,6 +5,7 @@
 // the pool hands out dynamically.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "core/tensor_type.h"
@@ -22,8 +23,19 @@ class MatmulObserver {
   virtual void observe(const Matrix& w, const float* x, int64_t x_stride, int ncols) = 0;
 };
 
+// One matrix of a multiply that shares its input with others.
+struct MatmulJob {
+  const Matrix* w;
+  float* out;
+  int64_t out_stride;
+};
+
 class MatmulOp {
  public:
+  // Several matrices over the same input in one parallel pass (Q/K/V,
+  // gate/up): one barrier instead of one per matrix.
+  void run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, const float* x, int64_t x_stride, int ncols);
+
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
   // x: ncols columns of W.cols floats, x_stride floats apart.
@@ -31,15 +43,25 @@ class MatmulOp {
   void run(ThreadPool& pool, const Matrix& w, const float* x, int64_t x_stride, int ncols, float* out,
            int64_t out_stride);
   // Forget the cached activation conversion (call when x's contents change).
-  void invalidate() { cached_src_ = nullptr; }
+  void invalidate() {
+    for (ActBuffer& a : acts_) a.src = nullptr;
+  }
 
  private:
+  // Converted activations, one buffer per input format in use (a Q4_K_M
+  // model mixes Q8_K and Q8_0 inputs), reused while the input is unchanged.
+  struct ActBuffer {
+    std::vector<uint8_t> bytes;
+    const float* src = nullptr;
+    TensorType type = TensorType::F32;
+    int ncols = 0;
+    int64_t k = 0;
+  };
+  const uint8_t* converted(ThreadPool& pool, TensorType act_type, void (*quantize)(const float*, void*, int64_t),
+                           const float* x,
+                           int64_t x_stride, int ncols, int64_t k);
   MatmulObserver* observer_ = nullptr;
-  std::vector<uint8_t> act_;  // converted activations
-  const float* cached_src_ = nullptr;
-  TensorType cached_type_ = TensorType::F32;
-  int cached_ncols_ = 0;
-  int64_t cached_k_ = 0;
+  ActBuffer acts_[3];
 };
 
 }  // namespace brisk

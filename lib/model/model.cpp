@@ -26,17 +26,22 @@ std::unique_ptr<Model> Model::open(const std::string& path, const ModelOpenOptio
   return m;
 }
 
-std::string Model::describe() const {
-  const ModelConfig& c = config_;
-  if (vocab_only_) return "vocabulary only (" + std::to_string(c.n_vocab) + " tokens)";
-  // The most common matrix type names the file's precision.
+std::string Model::main_weight_type() const {
+  // The type holding the most matrix bytes names the file's precision.
   std::map<std::string, uint64_t> bytes_by_type;
   for (const gguf::TensorInfo& t : file_->tensors())
     if (t.n_dims >= 2) bytes_by_type[type_name(t.type)] += t.n_bytes;
-  std::string main_type = "?";
+  std::string main_type;
   uint64_t best = 0;
   for (auto& [name, b] : bytes_by_type)
     if (b > best) best = b, main_type = name;
+  return main_type;
+}
+
+std::string Model::describe() const {
+  const ModelConfig& c = config_;
+  if (vocab_only_) return "vocabulary only (" + std::to_string(c.n_vocab) + " tokens)";
+  const std::string main_type = main_weight_type();
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s, %d layers, dim %d, %d heads (%d kv), ffn %d, vocab %d, %s, %.2f MB",
                 c.arch_name.c_str(), c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab,

@@ -27,6 +27,8 @@ class Model {
   bool vocab_only() const { return vocab_only_; }
   // "llama, 5 layers, dim 64, 8 heads (4 kv), ffn 172, vocab 512, f32, 1.19 MB"
   std::string describe() const;
+  // The type most matrix bytes are stored in ("q4_0"), "" for vocab-only.
+  std::string main_weight_type() const;
 
  private:
   Model() = default;

@@ -61,7 +61,7 @@ inline double weighted_sq_error(const float* a, const float* b, const float* w, 
 // --- Importance-weighted fits (quant_search.cpp). Only used when the caller
 // passes importance; none of this affects the ggml-identical paths. Weights
 // that sum to zero are treated as uniform (any fit is then equally good, and
-// a sane one keeps the numbers usable).
+// a sane one keeps the numbers usable). n <= 256 for all three.
 
 // Symmetric grid: x ~ d * L with integer L in [qmin, qmax] (qmin < 0 < qmax).
 // Minimises sum w*(x - d*L)^2 over a small set of scales, each refined by

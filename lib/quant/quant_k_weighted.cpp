@@ -8,6 +8,7 @@
 //
 // The result is compared with the reference encoding on the decoded
 // super-block and only kept if its weighted error is lower.
+#include <algorithm>
 #include <cstring>
 
 #include "quant/quant_internal.h"
@@ -19,6 +20,35 @@ namespace {
 
 constexpr int kSub45 = QK_K / 32;  // Q4_K/Q5_K sub-blocks of 32
 constexpr int kSub6 = QK_K / 16;   // Q6_K sub-blocks of 16
+
+inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+// Weighted error of one Q4_K/Q5_K sub-block of 32 decoded with codes (ls, lm)
+// under super-scales (d, dmin), levels re-picked for those codes. The decode
+// arithmetic mirrors dequantize_q4_k: (d*ls)*l - dmin*lm.
+double sub_error_45(const float* x, const float* w, int nmax, float d, float dmin, int ls, int lm) {
+  const float ds = d * static_cast<float>(ls);
+  const float dm = dmin * static_cast<float>(lm);
+  double e = 0;
+  for (int i = 0; i < 32; ++i) {
+    const int l = ds == 0 ? 0 : clamp_int(nearest_int((x[i] + dm) / ds), 0, nmax);
+    const double diff = static_cast<double>(x[i]) - static_cast<double>(ds * l - dm);
+    e += static_cast<double>(w[i]) * diff * diff;
+  }
+  return e;
+}
+
+// Same for a Q6_K sub-block of 16 with signed code sc: (d*sc)*l.
+double sub_error_6(const float* x, const float* w, float d, int sc) {
+  const float ds = d * static_cast<float>(sc);
+  double e = 0;
+  for (int i = 0; i < 16; ++i) {
+    const int l = ds == 0 ? 0 : clamp_int(nearest_int(x[i] / ds), -32, 31);
+    const double diff = static_cast<double>(x[i]) - static_cast<double>(ds * l);
+    e += static_cast<double>(w[i]) * diff * diff;
+  }
+  return e;
+}
 
 // Fills d, dmin, scales and levels L for Q4_K (nmax 15) or Q5_K (nmax 31).
 void q45_k_weighted_scales(const float* x, const float* w, int nmax, uint16_t* d16,
@@ -41,6 +71,25 @@ void q45_k_weighted_scales(const float* x, const float* w, int nmax, uint16_t* d
   int Ls[kSub45], Lm[kSub45];
   const float d = fit_levels_fp16(sub_scale, cost_scale, kSub45, 63, Ls);
   const float dmin = fit_levels_fp16(sub_min, cost_min, kSub45, 63, Lm);
+  // Rounding the sub-block fits to 6-bit codes was done per value; now that
+  // the super-scales are fixed, the neighbouring codes are tried against the
+  // real objective, which often recovers part of that rounding loss.
+  for (int j = 0; j < kSub45; ++j) {
+    const float* xs = x + 32 * j;
+    const float* ws = w + 32 * j;
+    double best = sub_error_45(xs, ws, nmax, d, dmin, Ls[j], Lm[j]);
+    const int ls0 = Ls[j], lm0 = Lm[j];
+    for (int ls = std::max(0, ls0 - 1); ls <= std::min(63, ls0 + 1); ++ls) {
+      for (int lm = std::max(0, lm0 - 1); lm <= std::min(63, lm0 + 1); ++lm) {
+        const double e = sub_error_45(xs, ws, nmax, d, dmin, ls, lm);
+        if (e < best) {
+          best = e;
+          Ls[j] = ls;
+          Lm[j] = lm;
+        }
+      }
+    }
+  }
   std::memset(scales, 0, K_SCALE_SIZE);
   for (int j = 0; j < kSub45; ++j)
     set_scale_min_k4(j, scales, static_cast<uint8_t>(Ls[j]), static_cast<uint8_t>(Lm[j]));
@@ -103,7 +152,19 @@ void q6_k_weighted_block(const float* x, const float* w, BlockQ6_K* y) {
   const float d = fit_symmetric(sub_scale, cost, kSub6, -128, 127, true, Ls);
   if (d == 0) return;  // nothing to improve on: the reference block stands
   cand.d = f2h(d);
-  for (int j = 0; j < kSub6; ++j) cand.scales[j] = static_cast<int8_t>(Ls[j]);
+  // As for Q4_K: neighbouring codes, judged by the real objective.
+  for (int j = 0; j < kSub6; ++j) {
+    double best = sub_error_6(x + 16 * j, w + 16 * j, d, Ls[j]);
+    const int sc0 = Ls[j];
+    for (int sc = std::max(-128, sc0 - 2); sc <= std::min(127, sc0 + 2); ++sc) {
+      const double e = sub_error_6(x + 16 * j, w + 16 * j, d, sc);
+      if (e < best) {
+        best = e;
+        Ls[j] = sc;
+      }
+    }
+    cand.scales[j] = static_cast<int8_t>(Ls[j]);
+  }
   requantize_q6_k(x, cand, L);
   pack_q6_k(L, &cand);
   dequantize_q6_k(&cand, dec, QK_K);

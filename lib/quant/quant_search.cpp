@@ -4,8 +4,10 @@
 // weight, so the weights only steer the choice of scale. We therefore try a
 // handful of scales around the range-based one, refine each by weighted least
 // squares, round it as it will be stored, re-pick the levels for the stored
-// value and keep whichever gives the smallest weighted error. Scales are also
-// anchored on the extreme among the "important" elements only, which lets an
+// value and keep whichever gives the smallest weighted error; the winner is
+// then polished by alternating "levels for this scale" and "least-squares
+// scale for these levels" while that still helps. Scales are also anchored
+// on the extreme among the "important" elements only, which lets an
 // unimportant outlier be clipped instead of stretching the whole grid.
 #include <algorithm>
 #include <cmath>
@@ -66,37 +68,48 @@ float fit_symmetric(const float* x, const float* w_in, int n, int qmin, int qmax
   float best_d = 0;
   int cand[kMaxN];
 
+  // Rounds d as it will be stored, re-picks the levels and keeps it if better.
+  auto try_scale = [&](float d) {
+    if (fp16_scale) d = round_fp16(d);
+    if (d == 0 || !std::isfinite(d)) return false;
+    const float id = 1.f / d;
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      cand[i] = clamp_level(x[i] * id, qmin, qmax);
+      const double diff = static_cast<double>(x[i]) - static_cast<double>(d * cand[i]);
+      err += static_cast<double>(w[i]) * diff * diff;
+    }
+    if (!(err < best_err)) return false;
+    best_err = err;
+    best_d = d;
+    std::copy(cand, cand + n, L);
+    return true;
+  };
+  // Weighted least-squares scale for given levels.
+  auto ls_scale = [&](const int* lv) {
+    double slx = 0, sll = 0;
+    for (int i = 0; i < n; ++i) {
+      slx += static_cast<double>(w[i]) * x[i] * lv[i];
+      sll += static_cast<double>(w[i]) * lv[i] * lv[i];
+    }
+    return sll > 0 ? static_cast<float>(slx / sll) : 0.f;
+  };
+
   const float anchors[2] = {anchor_all, anchor_imp};
   const int n_anchors = (anchor_imp != 0 && anchor_imp != anchor_all) ? 2 : 1;
   // The anchor maps to the negative end of the grid (as ggml does), which for
   // qmin = -qmax-1 gives one extra level on the anchor's side.
   const float span = static_cast<float>(-qmin);
+  int lv[kMaxN];
   for (int a = 0; a < n_anchors; ++a) {
     for (int step = -8; step <= 8; ++step) {
       const float iscale = -span * (1.f + 0.015f * step) / anchors[a];
-      double slx = 0, sll = 0;
-      for (int i = 0; i < n; ++i) {
-        const int l = clamp_level(iscale * x[i], qmin, qmax);
-        slx += static_cast<double>(w[i]) * x[i] * l;
-        sll += static_cast<double>(w[i]) * l * l;
-      }
-      if (sll <= 0) continue;
-      float d = static_cast<float>(slx / sll);
-      if (fp16_scale) d = round_fp16(d);
-      if (d == 0 || !std::isfinite(d)) continue;
-      const float id = 1.f / d;
-      double err = 0;
-      for (int i = 0; i < n; ++i) {
-        cand[i] = clamp_level(x[i] * id, qmin, qmax);
-        const double diff = static_cast<double>(x[i]) - static_cast<double>(d * cand[i]);
-        err += static_cast<double>(w[i]) * diff * diff;
-      }
-      if (err < best_err) {
-        best_err = err;
-        best_d = d;
-        std::copy(cand, cand + n, L);
-      }
+      for (int i = 0; i < n; ++i) lv[i] = clamp_level(iscale * x[i], qmin, qmax);
+      try_scale(ls_scale(lv));
     }
+  }
+  // Alternate levels and scale until neither improves (a few rounds at most).
+  for (int it = 0; it < 4 && try_scale(ls_scale(L)); ++it) {
   }
   return best_d;
 }
@@ -141,48 +154,60 @@ float fit_affine(const float* x, const float* w_in, int n, int nmax, bool nonpos
   }
 
   int cand[kMaxN];
+  // Rounds (d, m) as they will be stored, re-picks the levels, keeps if better.
+  auto try_fit = [&](double d, double m) {
+    float df = static_cast<float>(d), mf = static_cast<float>(m);
+    if (fp16) {
+      df = round_fp16(df);
+      mf = round_fp16(mf);
+    }
+    if (!(df > 0) || !std::isfinite(df) || !std::isfinite(mf)) return false;
+    const float id = 1.f / df;
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      cand[i] = clamp_level((x[i] - mf) * id, 0, nmax);
+      const double diff = static_cast<double>(x[i]) - static_cast<double>(df * cand[i] + mf);
+      err += static_cast<double>(w[i]) * diff * diff;
+    }
+    if (!(err < best_err)) return false;
+    best_err = err;
+    best_d = df;
+    best_m = mf;
+    std::copy(cand, cand + n, L);
+    return true;
+  };
+  // Weighted least squares for (d, m) given the levels.
+  auto ls_fit = [&](const int* lv) {
+    double sl = 0, sll = 0, sxl = 0;
+    for (int i = 0; i < n; ++i) {
+      sl += static_cast<double>(w[i]) * lv[i];
+      sll += static_cast<double>(w[i]) * lv[i] * lv[i];
+      sxl += static_cast<double>(w[i]) * lv[i] * x[i];
+    }
+    const double D = sw * sll - sl * sl;
+    if (!(D > 0)) return false;
+    double d = (sw * sxl - swx * sl) / D;
+    double m = (sll * swx - sl * sxl) / D;
+    if (nonpositive_min && m > 0) {
+      m = 0;
+      d = sxl / sll;
+    }
+    return try_fit(d, m);
+  };
+
   const float ranges[2][2] = {{lo, hi}, {lo_imp, hi_imp}};
   const int n_ranges = (hi_imp > lo_imp && (lo_imp != lo || hi_imp != hi)) ? 2 : 1;
+  int lv[kMaxN];
   for (int r = 0; r < n_ranges; ++r) {
     const float rlo = ranges[r][0], rhi = ranges[r][1];
     for (int step = -9; step <= 9; ++step) {
       const float iscale = (static_cast<float>(nmax) + 0.1f * step) / (rhi - rlo);
-      double sl = 0, sll = 0, sxl = 0;
-      for (int i = 0; i < n; ++i) {
-        const int l = clamp_level(iscale * (x[i] - rlo), 0, nmax);
-        sl += static_cast<double>(w[i]) * l;
-        sll += static_cast<double>(w[i]) * l * l;
-        sxl += static_cast<double>(w[i]) * l * x[i];
-      }
-      // Weighted least squares for (d, m) given the levels.
-      const double D = sw * sll - sl * sl;
-      if (!(D > 0)) continue;
-      double d = (sw * sxl - swx * sl) / D;
-      double m = (sll * swx - sl * sxl) / D;
-      if (nonpositive_min && m > 0) {
-        m = 0;
-        d = sxl / sll;
-      }
-      float df = static_cast<float>(d), mf = static_cast<float>(m);
-      if (fp16) {
-        df = round_fp16(df);
-        mf = round_fp16(mf);
-      }
-      if (!(df > 0) || !std::isfinite(df) || !std::isfinite(mf)) continue;
-      const float id = 1.f / df;
-      double err = 0;
-      for (int i = 0; i < n; ++i) {
-        cand[i] = clamp_level((x[i] - mf) * id, 0, nmax);
-        const double diff = static_cast<double>(x[i]) - static_cast<double>(df * cand[i] + mf);
-        err += static_cast<double>(w[i]) * diff * diff;
-      }
-      if (err < best_err) {
-        best_err = err;
-        best_d = df;
-        best_m = mf;
-        std::copy(cand, cand + n, L);
-      }
+      for (int i = 0; i < n; ++i) lv[i] = clamp_level(iscale * (x[i] - rlo), 0, nmax);
+      ls_fit(lv);
     }
+  }
+  // Alternate levels and (d, m) until neither improves.
+  for (int it = 0; it < 4 && ls_fit(L); ++it) {
   }
   *m_out = best_m;
   return best_d;

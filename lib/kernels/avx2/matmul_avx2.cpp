@@ -1,8 +1,64 @@
-// avx2 matrix kernels. Types not listed fall back to the next lower ISA.
+// The AVX2 (+FMA, F16C) kernel table. dispatch.cpp only calls this
+// when the CPU and OS support those extensions.
+#include <cstdlib>
+
+#include "kernels/avx2/common.h"
 #include "kernels/isa_tables.h"
 
 namespace brisk::kernels {
 
-const MatmulKernel* avx2_matmul_kernel(TensorType) { return nullptr; }
+namespace avx2 {
+
+namespace {
+// Owned by its thread; freed when the thread exits.
+struct ScratchBuf {
+  void* p = nullptr;
+  size_t size = 0;
+  ~ScratchBuf() { std::free(p); }
+};
+thread_local ScratchBuf t_scratch;
+}  // namespace
+
+void* scratch(size_t bytes) {
+  ScratchBuf& b = t_scratch;
+  if (b.size < bytes) {
+    std::free(b.p);
+    // Round up so aligned_alloc's size is a multiple of the alignment, and
+    // grow geometrically to avoid reallocating on slowly growing batches.
+    size_t want = bytes + bytes / 2;
+    want = (want + 63) & ~static_cast<size_t>(63);
+    b.p = std::aligned_alloc(64, want);
+    if (!b.p) std::abort();
+    b.size = want;
+  }
+  return b.p;
+}
+
+}  // namespace avx2
+
+const MatmulKernel* avx2_matmul_kernel(TensorType t) {
+  using namespace avx2;
+  static const MatmulKernel f32{TensorType::F32, quantize_f32, gemm_f32};
+  static const MatmulKernel f16{TensorType::F32, quantize_f32, gemm_f16};
+  static const MatmulKernel bf16{TensorType::F32, quantize_f32, gemm_bf16};
+  static const MatmulKernel q8_0{TensorType::Q8_0, quantize_q8_0, gemm_q8_0};
+  static const MatmulKernel q4_0{TensorType::Q8_0, quantize_q8_0, gemm_q4_0};
+  static const MatmulKernel q4_1{TensorType::Q8_1, quantize_q8_1, gemm_q4_1};
+  static const MatmulKernel q4_k{TensorType::Q8_K, quantize_q8_k, gemm_q4_k};
+  static const MatmulKernel q5_k{TensorType::Q8_K, quantize_q8_k, gemm_q5_k};
+  static const MatmulKernel q6_k{TensorType::Q8_K, quantize_q8_k, gemm_q6_k};
+  switch (t) {
+    case TensorType::F32: return &f32;
+    case TensorType::F16: return &f16;
+    case TensorType::BF16: return &bf16;
+    case TensorType::Q8_0: return &q8_0;
+    case TensorType::Q4_0: return &q4_0;
+    case TensorType::Q4_1: return &q4_1;
+    case TensorType::Q4_K: return &q4_k;
+    case TensorType::Q5_K: return &q5_k;
+    case TensorType::Q6_K: return &q6_k;
+    default: return nullptr;
+  }
+}
 
 }  // namespace brisk::kernels

@@ -1,0 +1,355 @@
+package brisk
+
+/*
+#include <stdlib.h>
+#include <brisk/brisk.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"runtime/cgo"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// ModelOptions are the settings of OpenModel. Start from
+// DefaultModelOptions(); a nil *ModelOptions means the defaults.
+type ModelOptions struct {
+	// Log receives messages from loading; nil: silent.
+	Log func(level LogLevel, message string)
+	// LogLevel is the most verbose level passed to Log.
+	LogLevel LogLevel
+	// VocabOnly opens the model for tokenizing only.
+	VocabOnly bool
+}
+
+// DefaultModelOptions gives brisk_model_options_init's defaults.
+func DefaultModelOptions() ModelOptions {
+	var c C.brisk_model_options
+	C.brisk_go_model_options_init(&c)
+	return ModelOptions{LogLevel: LogLevel(c.log_level), VocabOnly: c.vocab_only != 0}
+}
+
+// cOptions fills the C struct; the returned handle (0 if none) must be kept
+// while the model lives.
+func (o *ModelOptions) cOptions() (C.brisk_model_options, cgo.Handle, *logCallback) {
+	var c C.brisk_model_options
+	C.brisk_go_model_options_init(&c)
+	if o == nil {
+		return c, 0, nil
+	}
+	c.log_level = C.brisk_log_level(o.LogLevel)
+	c.vocab_only = cbool(o.VocabOnly)
+	if o.Log == nil {
+		return c, 0, nil
+	}
+	cb := &logCallback{fn: o.Log}
+	h := cgo.NewHandle(cb)
+	C.brisk_go_model_log(&c, C.uintptr_t(h))
+	return c, h, cb
+}
+
+// Model is an opened GGUF model: weights, tokenizer and metadata. It is
+// immutable and safe for concurrent use by many goroutines.
+type Model struct {
+	mu     sync.RWMutex
+	ptr    *C.brisk_model
+	refs   int  // open sessions and engines made from this model
+	closed bool // Close was called; freed once refs is 0
+	log    cgo.Handle
+}
+
+// OpenModel opens a GGUF model file. opts may be nil.
+func OpenModel(path string, opts *ModelOptions) (*Model, error) {
+	cpath := cstr(path)
+	defer C.free(unsafe.Pointer(cpath))
+	c, h, cb := opts.cOptions()
+	var ptr *C.brisk_model
+	err := call("open model "+path, func() C.brisk_status { return C.brisk_model_open(cpath, &c, &ptr) })
+	return newModel(ptr, h, cb, err)
+}
+
+func newModel(ptr *C.brisk_model, h cgo.Handle, cb *logCallback, err error) (*Model, error) {
+	if err != nil {
+		if h != 0 {
+			h.Delete()
+		}
+		if cb != nil {
+			cb.panic.rethrow()
+		}
+		return nil, err
+	}
+	m := &Model{ptr: ptr, log: h}
+	runtime.SetFinalizer(m, func(m *Model) { m.Close() })
+	if cb != nil {
+		cb.panic.rethrow()
+	}
+	return m, nil
+}
+
+// Close releases the model. Sessions and engines still open keep it alive
+// until they close; every other method fails once Close has been called.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	runtime.SetFinalizer(m, nil)
+	if m.refs == 0 {
+		m.free()
+	}
+	return nil
+}
+
+func (m *Model) free() {
+	C.brisk_model_close(m.ptr)
+	m.ptr = nil
+	if m.log != 0 {
+		m.log.Delete()
+		m.log = 0
+	}
+}
+
+// acquire pins the model for a session or engine; release undoes it.
+func (m *Model) acquire(op string) (*C.brisk_model, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, closedError(op, "model")
+	}
+	m.refs++
+	return m.ptr, nil
+}
+
+func (m *Model) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refs--
+	if m.closed && m.refs == 0 {
+		m.free()
+	}
+}
+
+// with runs f on the model's handle unless the model is closed.
+func (m *Model) with(op string, f func(p *C.brisk_model) error) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return closedError(op, "model")
+	}
+	return f(m.ptr)
+}
+
+func (m *Model) intProp(f func(p *C.brisk_model) C.int32_t, ifClosed int32) int32 {
+	v := ifClosed
+	_ = m.with("", func(p *C.brisk_model) error { v = int32(f(p)); return nil })
+	return v
+}
+
+// NVocab is the vocabulary size (0 once closed).
+func (m *Model) NVocab() int {
+	return int(m.intProp(func(p *C.brisk_model) C.int32_t { return C.brisk_model_n_vocab(p) }, 0))
+}
+
+// NCtxTrain is the context length the model was trained with.
+func (m *Model) NCtxTrain() int {
+	return int(m.intProp(func(p *C.brisk_model) C.int32_t { return C.brisk_model_n_ctx_train(p) }, 0))
+}
+
+// TokenBOS is the beginning-of-sequence token, -1 if none.
+func (m *Model) TokenBOS() int32 {
+	return m.intProp(func(p *C.brisk_model) C.int32_t { return C.brisk_model_token_bos(p) }, -1)
+}
+
+// TokenEOS is the end-of-sequence token, -1 if none.
+func (m *Model) TokenEOS() int32 {
+	return m.intProp(func(p *C.brisk_model) C.int32_t { return C.brisk_model_token_eos(p) }, -1)
+}
+
+// FileSize is the size of the model file in bytes.
+func (m *Model) FileSize() uint64 {
+	var v uint64
+	_ = m.with("", func(p *C.brisk_model) error { v = uint64(C.brisk_model_file_size(p)); return nil })
+	return v
+}
+
+func (m *Model) text(op string, f func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status) (string, error) {
+	var s string
+	err := m.with(op, func(p *C.brisk_model) error {
+		var err error
+		s, err = callText(op, func(buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+			return f(p, buf, cap, needed)
+		})
+		return err
+	})
+	return s, err
+}
+
+// Describe is one line such as "llama 5 layers, dim 64, vocab 512, f32, 1.2 MB".
+func (m *Model) Describe() (string, error) {
+	return m.text("describe model", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_model_describe(p, buf, cap, needed)
+	})
+}
+
+// WeightType is the type most matrix bytes are stored in, e.g. "q4_0".
+func (m *Model) WeightType() (string, error) {
+	return m.text("weight type", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_model_weight_type(p, buf, cap, needed)
+	})
+}
+
+// Meta renders a metadata value as text; errors.Is(err, StatusNotFound) if
+// the key is absent.
+func (m *Model) Meta(key string) (string, error) {
+	ckey := cstr(key)
+	defer C.free(unsafe.Pointer(ckey))
+	return m.text("meta "+key, func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_model_meta(p, ckey, buf, cap, needed)
+	})
+}
+
+// Tokenize turns UTF-8 text into token ids (flags: AddBOS, ParseSpecial).
+func (m *Model) Tokenize(text string, flags Flags) ([]int32, error) {
+	ctext := cstr(text)
+	defer C.free(unsafe.Pointer(ctext))
+	var ids []int32
+	err := m.with("tokenize", func(p *C.brisk_model) error {
+		var err error
+		ids, err = callTokens("tokenize", len(text)+2, func(buf *C.int32_t, cap C.size_t, needed *C.size_t) C.brisk_status {
+			return C.brisk_tokenize(p, ctext, C.size_t(len(text)), C.uint32_t(flags), buf, cap, needed)
+		})
+		return err
+	})
+	return ids, err
+}
+
+// TokenToPiece gives the raw bytes of one token (possibly part of a UTF-8
+// character). Control tokens give "" unless flags has PieceSpecial.
+func (m *Model) TokenToPiece(token int32, flags Flags) (string, error) {
+	return m.text("token to piece", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_token_to_piece(p, C.int32_t(token), C.uint32_t(flags), buf, cap, needed)
+	})
+}
+
+// Detokenize turns token ids back into text. With AddBOS, the space the
+// tokenizer put after a leading BOS is removed.
+func (m *Model) Detokenize(tokens []int32, flags Flags) (string, error) {
+	return m.text("detokenize", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_detokenize(p, int32Ptr(tokens), C.size_t(len(tokens)), C.uint32_t(flags), buf, cap, needed)
+	})
+}
+
+// ChatMessage is one turn of a conversation ("system", "user", "assistant").
+type ChatMessage struct {
+	Role    string
+	Content string
+}
+
+// ChatRender renders a conversation in a chat format: the model's own
+// (recognised from its tokenizer.chat_template) when template is "", else
+// one of "llama2", "llama3", "chatml", "mistral", "phi3". addAssistant
+// appends the start of the assistant's reply. Tokenize the result with
+// AddBOS|ParseSpecial.
+func (m *Model) ChatRender(template string, messages []ChatMessage, addAssistant bool) (string, error) {
+	var ctmpl *C.char
+	if template != "" {
+		ctmpl = cstr(template)
+		defer C.free(unsafe.Pointer(ctmpl))
+	}
+	// Arrays of C pointers in C memory (Go memory may hold C pointers, but
+	// keeping it all in C is simplest to reason about).
+	n := len(messages)
+	var roles, contents **C.char
+	if n > 0 {
+		size := C.size_t(n) * C.size_t(unsafe.Sizeof((*C.char)(nil)))
+		roles = (**C.char)(C.malloc(size))
+		contents = (**C.char)(C.malloc(size))
+		defer C.free(unsafe.Pointer(roles))
+		defer C.free(unsafe.Pointer(contents))
+		rs := unsafe.Slice(roles, n)
+		cs := unsafe.Slice(contents, n)
+		for i, msg := range messages {
+			rs[i] = cstr(msg.Role)
+			cs[i] = cstr(msg.Content)
+		}
+		defer func() {
+			for i := range messages {
+				C.free(unsafe.Pointer(rs[i]))
+				C.free(unsafe.Pointer(cs[i]))
+			}
+		}()
+	}
+	return m.text("chat render", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_chat_render(p, ctmpl, roles, contents, C.size_t(n), cbool(addAssistant), buf, cap, needed)
+	})
+}
+
+// SynthesizeOptions describe a model with random weights in the shape of a
+// real one, for benchmarks and tests. Start from DefaultSynthesizeOptions().
+type SynthesizeOptions struct {
+	Shape      string // one of SyntheticShapes()
+	WeightType string // "q4_0", "q8_0", "q4_k", "f16", ...
+	Seed       uint64
+	NThreads   uint32 // 0: all cores
+}
+
+// DefaultSynthesizeOptions gives brisk_synthesize_options_init's defaults.
+func DefaultSynthesizeOptions() SynthesizeOptions {
+	var c C.brisk_synthesize_options
+	C.brisk_go_synthesize_options_init(&c)
+	return SynthesizeOptions{
+		Shape: C.GoString(c.shape), WeightType: C.GoString(c.weight_type),
+		Seed: uint64(c.seed), NThreads: uint32(c.n_threads),
+	}
+}
+
+func (o *SynthesizeOptions) withC(f func(c *C.brisk_synthesize_options) error) error {
+	var c C.brisk_synthesize_options
+	C.brisk_go_synthesize_options_init(&c)
+	if o != nil {
+		shape, wtype := cstr(o.Shape), cstr(o.WeightType)
+		defer C.free(unsafe.Pointer(shape))
+		defer C.free(unsafe.Pointer(wtype))
+		c.shape, c.weight_type = shape, wtype
+		c.seed = C.uint64_t(o.Seed)
+		c.n_threads = C.uint32_t(o.NThreads)
+	}
+	return f(&c)
+}
+
+// SynthesizeModel writes a synthetic GGUF model to path. opts may be nil.
+func SynthesizeModel(path string, opts *SynthesizeOptions) error {
+	cpath := cstr(path)
+	defer C.free(unsafe.Pointer(cpath))
+	return opts.withC(func(c *C.brisk_synthesize_options) error {
+		return call("synthesize model", func() C.brisk_status { return C.brisk_synthesize_model(cpath, c) })
+	})
+}
+
+// OpenSyntheticModel makes a synthetic model in memory and opens it; nothing
+// is left on disk. Either options may be nil.
+func OpenSyntheticModel(synth *SynthesizeOptions, opts *ModelOptions) (*Model, error) {
+	c, h, cb := opts.cOptions()
+	var ptr *C.brisk_model
+	err := synth.withC(func(s *C.brisk_synthesize_options) error {
+		return call("open synthetic model", func() C.brisk_status { return C.brisk_model_open_synthetic(s, &c, &ptr) })
+	})
+	return newModel(ptr, h, cb, err)
+}
+
+// SyntheticShapes lists the built-in shape names.
+func SyntheticShapes() ([]string, error) {
+	s, err := callText("synthetic shapes", func(buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_synthetic_shapes(buf, cap, needed)
+	})
+	if err != nil || s == "" {
+		return nil, err
+	}
+	return strings.Split(s, ","), nil
+}

@@ -1,0 +1,3 @@
+module brisk/bindings/go
+
+go 1.19

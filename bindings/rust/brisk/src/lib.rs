@@ -1,0 +1,127 @@
+//! Safe Rust binding of brisk, a CPU inference engine for quantized
+//! Llama-family models, over its stable C API (`include/brisk/brisk.h`).
+//!
+//! ```no_run
+//! use brisk::{Flags, GenerateOptions, Model, SamplerOptions, Sampler, SessionOptions};
+//! # fn main() -> Result<(), brisk::Error> {
+//! let model = Model::open("stories260K.gguf")?;
+//! let mut session = model.session(SessionOptions::default())?;
+//! session.eval(&model.tokenize("Once upon a time", Flags::ADD_BOS)?)?;
+//! let mut sampler = Sampler::new(&SamplerOptions::greedy())?;
+//! session.generate_with(&mut sampler, &GenerateOptions::default(), |_token, text| {
+//!     print!("{}", text);
+//!     true // keep going
+//! })?;
+//! # Ok(()) }
+//! ```
+//!
+//! Ownership and threads follow brisk.h:
+//!
+//! * [`Model`] is immutable: `Send + Sync`, share it by reference or `Arc`.
+//! * [`Session`], [`Sampler`] and [`Engine`] are `Send` but not `Sync`: one
+//!   thread at a time. A session or engine borrows its model, so it cannot
+//!   outlive it.
+//! * A [`Sequence`] borrows its engine and stays on the engine's thread; one
+//!   thread drives any number of sequences with [`Engine::step`].
+//!
+//! ```compile_fail,E0597
+//! // A session cannot outlive its model.
+//! let session = {
+//!     let model = brisk::Model::open("m.gguf").unwrap();
+//!     model.session(Default::default()).unwrap()
+//! };
+//! ```
+//!
+//! ```compile_fail,E0277
+//! // A session is not Sync: it cannot be used from two threads at once.
+//! fn shared<T: Sync>() {}
+//! shared::<brisk::Session<'static>>();
+//! ```
+//!
+//! ```compile_fail,E0277
+//! // Sequences stay on their engine's thread.
+//! fn sendable<T: Send>() {}
+//! sendable::<brisk::Sequence<'static>>();
+//! ```
+
+mod callback;
+mod engine;
+mod error;
+mod model;
+mod session;
+
+pub use engine::{Engine, EngineOptions, Sequence, SequenceState};
+pub use error::{Error, Result, Status};
+pub use model::{
+    synthesize_model, synthetic_shapes, ChatMessage, Flags, LogFn, LogLevel, Model, ModelOptions, SynthesizeOptions,
+};
+pub use session::{AbortFn, GenerateOptions, Generation, Sampler, SamplerOptions, Session, SessionOptions, StopReason};
+
+pub use brisk_sys as sys;
+
+/// A token id.
+pub type Token = i32;
+
+/// A tensor element type (GGUF's type ids), used for the KV cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// Let brisk choose.
+    Auto,
+    F32,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q8_0,
+    Q4K,
+    Q5K,
+    Q6K,
+    BF16,
+}
+
+impl Type {
+    /// The C value (`brisk_type`).
+    pub fn code(self) -> i32 {
+        match self {
+            Type::Auto => sys::BRISK_TYPE_AUTO,
+            Type::F32 => sys::BRISK_TYPE_F32,
+            Type::F16 => sys::BRISK_TYPE_F16,
+            Type::Q4_0 => sys::BRISK_TYPE_Q4_0,
+            Type::Q4_1 => sys::BRISK_TYPE_Q4_1,
+            Type::Q8_0 => sys::BRISK_TYPE_Q8_0,
+            Type::Q4K => sys::BRISK_TYPE_Q4_K,
+            Type::Q5K => sys::BRISK_TYPE_Q5_K,
+            Type::Q6K => sys::BRISK_TYPE_Q6_K,
+            Type::BF16 => sys::BRISK_TYPE_BF16,
+        }
+    }
+
+    /// The type of a C value; `None` for one this binding does not know.
+    pub fn from_code(code: i32) -> Option<Type> {
+        [
+            Type::Auto,
+            Type::F32,
+            Type::F16,
+            Type::Q4_0,
+            Type::Q4_1,
+            Type::Q8_0,
+            Type::Q4K,
+            Type::Q5K,
+            Type::Q6K,
+            Type::BF16,
+        ]
+        .into_iter()
+        .find(|t| t.code() == code)
+    }
+}
+
+/// The version of the libbrisk actually loaded, e.g. "0.1.0".
+pub fn version() -> &'static str {
+    // A static string in the library.
+    unsafe { std::ffi::CStr::from_ptr(sys::brisk_version()) }.to_str().unwrap_or("?")
+}
+
+/// The ABI (major, minor) of the libbrisk actually loaded.
+pub fn abi_version() -> (u32, u32) {
+    let v = unsafe { sys::brisk_abi_version() };
+    (v >> 16, v & 0xffff)
+}

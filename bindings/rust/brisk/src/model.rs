@@ -1,0 +1,383 @@
+use std::ffi::{CStr, CString};
+use std::os::raw::c_char;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr::{self, NonNull};
+
+use brisk_sys as sys;
+
+pub use crate::callback::LogFn;
+use crate::callback::LogSlot;
+use crate::engine::{Engine, EngineOptions};
+use crate::error::{array_out, bytes_out, check, invalid, text_out, Result};
+use crate::session::{Session, SessionOptions};
+use crate::Token;
+
+/// Severity of a log message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    pub(crate) fn from_code(code: i32) -> LogLevel {
+        match code {
+            sys::BRISK_LOG_ERROR => LogLevel::Error,
+            sys::BRISK_LOG_WARN => LogLevel::Warn,
+            sys::BRISK_LOG_INFO => LogLevel::Info,
+            _ => LogLevel::Debug,
+        }
+    }
+    fn code(self) -> i32 {
+        match self {
+            LogLevel::Error => sys::BRISK_LOG_ERROR,
+            LogLevel::Warn => sys::BRISK_LOG_WARN,
+            LogLevel::Info => sys::BRISK_LOG_INFO,
+            LogLevel::Debug => sys::BRISK_LOG_DEBUG,
+        }
+    }
+}
+
+/// Tokenizer flags: combine with `|`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flags(pub u32);
+
+impl Flags {
+    pub const NONE: Flags = Flags(0);
+    /// Tokenize: add BOS if the model asks for it. Detokenize: drop the
+    /// space the tokenizer put after a leading BOS.
+    pub const ADD_BOS: Flags = Flags(sys::BRISK_TOKENIZE_ADD_BOS);
+    /// Recognise "<s>", "<|im_start|>"... in the text.
+    pub const PARSE_SPECIAL: Flags = Flags(sys::BRISK_TOKENIZE_PARSE_SPECIAL);
+    /// token_to_piece: give control tokens' text ("<s>").
+    pub const PIECE_SPECIAL: Flags = Flags(sys::BRISK_PIECE_SPECIAL);
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        Flags(self.0 | rhs.0)
+    }
+}
+
+/// Settings of [`Model::open_with`]; `Default` gives brisk's defaults.
+pub struct ModelOptions {
+    /// Receives messages from loading; `None`: silent.
+    pub log: Option<LogFn>,
+    /// The most verbose level passed to `log`.
+    pub log_level: LogLevel,
+    /// Open for tokenizing only.
+    pub vocab_only: bool,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        let c = unsafe {
+            let mut c = std::mem::MaybeUninit::<sys::brisk_model_options>::zeroed();
+            sys::brisk_model_options_init(c.as_mut_ptr());
+            c.assume_init()
+        };
+        ModelOptions { log: None, log_level: LogLevel::from_code(c.log_level), vocab_only: c.vocab_only != 0 }
+    }
+}
+
+impl ModelOptions {
+    /// The C options and the log slot they point to (null without a log).
+    fn into_c(self) -> (sys::brisk_model_options, *mut LogSlot) {
+        let mut c = unsafe {
+            let mut c = std::mem::MaybeUninit::<sys::brisk_model_options>::zeroed();
+            sys::brisk_model_options_init(c.as_mut_ptr());
+            c.assume_init()
+        };
+        c.log_level = self.log_level.code();
+        c.vocab_only = self.vocab_only as i32;
+        let mut slot = ptr::null_mut();
+        if let Some(f) = self.log {
+            slot = LogSlot::into_raw(f);
+            c.log_fn = LogSlot::trampoline();
+            c.log_user_data = slot as *mut _;
+        }
+        (c, slot)
+    }
+}
+
+/// One message of a conversation for [`Model::chat_render`].
+#[derive(Clone, Copy, Debug)]
+pub struct ChatMessage<'a> {
+    /// "system", "user" or "assistant".
+    pub role: &'a str,
+    pub content: &'a str,
+}
+
+pub(crate) fn cstring(s: &str, what: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| invalid(format!("{} contains a NUL byte", what)))
+}
+
+fn path_cstring(path: &Path) -> Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| invalid("path contains a NUL byte"))
+}
+
+/// An opened GGUF model: weights, tokenizer and metadata. Immutable, so it
+/// is `Send + Sync`; sessions and engines borrow it.
+pub struct Model {
+    raw: NonNull<sys::brisk_model>,
+    log: *mut LogSlot,
+}
+
+// brisk.h: every function taking a const brisk_model* may be called from any
+// number of threads at once; the log closure is Send + Sync.
+unsafe impl Send for Model {}
+unsafe impl Sync for Model {}
+
+impl Model {
+    /// Opens a GGUF model file with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Model> {
+        Model::open_with(path, ModelOptions::default())
+    }
+
+    pub fn open_with(path: impl AsRef<Path>, options: ModelOptions) -> Result<Model> {
+        let cpath = path_cstring(path.as_ref())?;
+        let (c, slot) = options.into_c();
+        let mut raw = ptr::null_mut();
+        let r = check(unsafe { sys::brisk_model_open(cpath.as_ptr(), &c, &mut raw) });
+        Model::finish_open(r, raw, slot)
+    }
+
+    /// Makes a model with random weights in memory (nothing is left on disk).
+    pub fn open_synthetic(synth: &SynthesizeOptions, options: ModelOptions) -> Result<Model> {
+        let s = synth.to_c()?;
+        let (c, slot) = options.into_c();
+        let mut raw = ptr::null_mut();
+        let r = check(unsafe { sys::brisk_model_open_synthetic(&s.c, &c, &mut raw) });
+        Model::finish_open(r, raw, slot)
+    }
+
+    fn finish_open(r: Result<()>, raw: *mut sys::brisk_model, slot: *mut LogSlot) -> Result<Model> {
+        let model = match (r, NonNull::new(raw)) {
+            (Ok(()), Some(raw)) => Ok(Model { raw, log: slot }),
+            (Err(e), _) => Err(e),
+            (Ok(()), None) => Err(crate::Error::new(crate::Status::Internal, "brisk_model_open gave no model")),
+        };
+        if model.is_err() {
+            // A panic in the log callback wins over the error.
+            unsafe {
+                LogSlot::rethrow(slot);
+                LogSlot::free(slot);
+            }
+            return model;
+        }
+        unsafe { LogSlot::rethrow(slot) };
+        model
+    }
+
+    pub(crate) fn raw(&self) -> *const sys::brisk_model {
+        self.raw.as_ptr()
+    }
+
+    /// Vocabulary size.
+    pub fn n_vocab(&self) -> usize {
+        unsafe { sys::brisk_model_n_vocab(self.raw()) }.max(0) as usize
+    }
+
+    /// Context length the model was trained with.
+    pub fn n_ctx_train(&self) -> usize {
+        unsafe { sys::brisk_model_n_ctx_train(self.raw()) }.max(0) as usize
+    }
+
+    /// The beginning-of-sequence token, if the model has one.
+    pub fn token_bos(&self) -> Option<Token> {
+        let t = unsafe { sys::brisk_model_token_bos(self.raw()) };
+        if t >= 0 {
+            Some(t)
+        } else {
+            None
+        }
+    }
+
+    /// The end-of-sequence token, if the model has one.
+    pub fn token_eos(&self) -> Option<Token> {
+        let t = unsafe { sys::brisk_model_token_eos(self.raw()) };
+        if t >= 0 {
+            Some(t)
+        } else {
+            None
+        }
+    }
+
+    /// Size of the model file in bytes.
+    pub fn file_size(&self) -> u64 {
+        unsafe { sys::brisk_model_file_size(self.raw()) }
+    }
+
+    /// One line such as "llama 5 layers, dim 64, vocab 512, f32, 1.2 MB".
+    pub fn describe(&self) -> Result<String> {
+        text_out(|buf, cap, needed| unsafe { sys::brisk_model_describe(self.raw(), buf, cap, needed) })
+    }
+
+    /// The type most matrix bytes are stored in, e.g. "q4_0".
+    pub fn weight_type(&self) -> Result<String> {
+        text_out(|buf, cap, needed| unsafe { sys::brisk_model_weight_type(self.raw(), buf, cap, needed) })
+    }
+
+    /// A metadata value as text; `Status::NotFound` if the key is absent.
+    pub fn meta(&self, key: &str) -> Result<String> {
+        let key = cstring(key, "key")?;
+        text_out(|buf, cap, needed| unsafe { sys::brisk_model_meta(self.raw(), key.as_ptr(), buf, cap, needed) })
+    }
+
+    /// UTF-8 text to token ids.
+    pub fn tokenize(&self, text: &str, flags: Flags) -> Result<Vec<Token>> {
+        array_out(text.len() + 2, |buf, cap, needed| unsafe {
+            sys::brisk_tokenize(self.raw(), text.as_ptr() as *const c_char, text.len(), flags.0, buf, cap, needed)
+        })
+    }
+
+    /// The raw bytes of one token (possibly part of a UTF-8 character).
+    pub fn token_to_piece(&self, token: Token, flags: Flags) -> Result<Vec<u8>> {
+        bytes_out(|buf, cap, needed| unsafe { sys::brisk_token_to_piece(self.raw(), token, flags.0, buf, cap, needed) })
+    }
+
+    /// Token ids to text (invalid UTF-8 becomes U+FFFD; see
+    /// [`Model::detokenize_bytes`] for the raw bytes).
+    pub fn detokenize(&self, tokens: &[Token], flags: Flags) -> Result<String> {
+        let bytes = self.detokenize_bytes(tokens, flags)?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    pub fn detokenize_bytes(&self, tokens: &[Token], flags: Flags) -> Result<Vec<u8>> {
+        bytes_out(|buf, cap, needed| unsafe {
+            sys::brisk_detokenize(self.raw(), tokens.as_ptr(), tokens.len(), flags.0, buf, cap, needed)
+        })
+    }
+
+    /// Renders a conversation in a chat format: the model's own (from its
+    /// tokenizer.chat_template) when `template` is `None`, else "llama2",
+    /// "llama3", "chatml", "mistral" or "phi3". Tokenize the result with
+    /// `Flags::ADD_BOS | Flags::PARSE_SPECIAL`.
+    pub fn chat_render(&self, template: Option<&str>, messages: &[ChatMessage], add_assistant: bool) -> Result<String> {
+        let template = template.map(|t| cstring(t, "template name")).transpose()?;
+        let mut owned = Vec::with_capacity(messages.len() * 2);
+        for m in messages {
+            owned.push(cstring(m.role, "role")?);
+            owned.push(cstring(m.content, "content")?);
+        }
+        let roles: Vec<*const c_char> = owned.iter().step_by(2).map(|s| s.as_ptr()).collect();
+        let contents: Vec<*const c_char> = owned.iter().skip(1).step_by(2).map(|s| s.as_ptr()).collect();
+        let tmpl = template.as_ref().map_or(ptr::null(), |t| t.as_ptr());
+        text_out(|buf, cap, needed| unsafe {
+            sys::brisk_chat_render(
+                self.raw(),
+                tmpl,
+                roles.as_ptr(),
+                contents.as_ptr(),
+                messages.len(),
+                add_assistant as i32,
+                buf,
+                cap,
+                needed,
+            )
+        })
+    }
+
+    /// A session (one sequence with its own KV cache) on this model.
+    pub fn session(&self, options: SessionOptions) -> Result<Session<'_>> {
+        Session::new(self, options)
+    }
+
+    /// An engine (many sequences per weight read) on this model.
+    pub fn engine(&self, options: EngineOptions) -> Result<Engine<'_>> {
+        Engine::new(self, options)
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        // Sessions and engines borrow the model, so none is left.
+        unsafe {
+            sys::brisk_model_close(self.raw.as_ptr());
+            LogSlot::free(self.log);
+        }
+    }
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model").field("description", &self.describe().unwrap_or_default()).finish()
+    }
+}
+
+/// Shape and weights of a synthetic model; `Default` gives brisk's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SynthesizeOptions {
+    /// One of [`synthetic_shapes`].
+    pub shape: String,
+    /// "q4_0", "q8_0", "q4_k", "f16", ...
+    pub weight_type: String,
+    pub seed: u64,
+    /// 0: all cores.
+    pub n_threads: u32,
+}
+
+impl Default for SynthesizeOptions {
+    fn default() -> Self {
+        let c = unsafe {
+            let mut c = std::mem::MaybeUninit::<sys::brisk_synthesize_options>::zeroed();
+            sys::brisk_synthesize_options_init(c.as_mut_ptr());
+            c.assume_init()
+        };
+        let text = |p: *const c_char| {
+            if p.is_null() {
+                String::new()
+            } else {
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        SynthesizeOptions {
+            shape: text(c.shape),
+            weight_type: text(c.weight_type),
+            seed: c.seed,
+            n_threads: c.n_threads,
+        }
+    }
+}
+
+struct CSynth {
+    c: sys::brisk_synthesize_options,
+    _strings: (CString, CString),
+}
+
+impl SynthesizeOptions {
+    fn to_c(&self) -> Result<CSynth> {
+        let shape = cstring(&self.shape, "shape")?;
+        let wtype = cstring(&self.weight_type, "weight type")?;
+        let mut c = unsafe {
+            let mut c = std::mem::MaybeUninit::<sys::brisk_synthesize_options>::zeroed();
+            sys::brisk_synthesize_options_init(c.as_mut_ptr());
+            c.assume_init()
+        };
+        c.shape = shape.as_ptr();
+        c.weight_type = wtype.as_ptr();
+        c.seed = self.seed;
+        c.n_threads = self.n_threads;
+        Ok(CSynth { c, _strings: (shape, wtype) })
+    }
+}
+
+/// Writes a synthetic GGUF model to `path`.
+pub fn synthesize_model(path: impl AsRef<Path>, options: &SynthesizeOptions) -> Result<()> {
+    let cpath = path_cstring(path.as_ref())?;
+    let s = options.to_c()?;
+    check(unsafe { sys::brisk_synthesize_model(cpath.as_ptr(), &s.c) })
+}
+
+/// The built-in synthetic shape names.
+pub fn synthetic_shapes() -> Result<Vec<String>> {
+    let s = text_out(|buf, cap, needed| unsafe { sys::brisk_synthetic_shapes(buf, cap, needed) })?;
+    Ok(s.split(',').filter(|x| !x.is_empty()).map(str::to_string).collect())
+}

@@ -1,0 +1,399 @@
+// The safe binding against stories260K: greedy text, engine-equals-session,
+// forks, callbacks, errors. Missing test data skips a test, except under
+// CI=true, where it fails.
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use brisk::{
+    ChatMessage, EngineOptions, Flags, GenerateOptions, LogLevel, Model, ModelOptions, Sampler, SamplerOptions,
+    SequenceState, SessionOptions, Status, StopReason, SynthesizeOptions, Token,
+};
+
+const LILY: &str = "Once upon a time, there was a little girl named Lily.";
+
+fn test_file(rel: &str) -> Option<PathBuf> {
+    let root = std::env::var("BRISK_TEST_DATA")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("BRISK_DEFAULT_TEST_DATA").ok().filter(|s| !s.is_empty()))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared"));
+    let path = root.join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var("CI").map_or(false, |v| v == "true") {
+        panic!("missing test data under CI: {}", path.display());
+    }
+    eprintln!("skipped: test data not found: {} (set BRISK_TEST_DATA)", path.display());
+    None
+}
+
+macro_rules! stories {
+    () => {
+        match test_file("models/stories260K.gguf") {
+            Some(p) => Model::open(p).expect("open stories260K"),
+            None => return,
+        }
+    };
+}
+
+fn session_opts() -> SessionOptions {
+    SessionOptions { n_ctx: 256, n_threads: 2, no_pin: true, ..Default::default() }
+}
+
+fn engine_opts(n_seq: u32) -> EngineOptions {
+    EngineOptions { n_ctx: 256, n_seq_max: n_seq, n_threads: 2, no_pin: true, ..Default::default() }
+}
+
+fn greedy_alone(model: &Model, prompt: &[Token], n: usize) -> Vec<Token> {
+    let mut s = model.session(session_opts()).unwrap();
+    s.eval(prompt).unwrap();
+    let mut smp = Sampler::new(&SamplerOptions::greedy()).unwrap();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let t = smp.sample(&s).unwrap();
+        smp.accept(t);
+        out.push(t);
+        s.eval(&[t]).unwrap();
+    }
+    out
+}
+
+#[test]
+fn handle_types_are_send_and_model_is_sync() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Model>();
+    sync::<Model>();
+    send::<brisk::Session<'static>>();
+    send::<brisk::Engine<'static>>();
+    send::<Sampler>();
+    send::<brisk::Error>();
+    sync::<brisk::Error>();
+}
+
+#[test]
+fn versions_and_status_names() {
+    let (major, minor) = brisk::abi_version();
+    assert_eq!(major, brisk::sys::BRISK_ABI_VERSION_MAJOR);
+    assert!(minor >= brisk::sys::BRISK_ABI_VERSION_MINOR);
+    assert!(brisk::version().contains('.'));
+    assert_eq!(Status::Cancelled.name(), "BRISK_ERR_CANCELLED");
+    assert_eq!(Status::from_code(-7), Some(Status::ContextFull));
+}
+
+#[test]
+fn errors_carry_status_and_message() {
+    let e = Model::open("/nonexistent/brisk/model.gguf").unwrap_err();
+    assert_eq!(e.status(), Status::NotFound);
+    assert!(e.message().contains("model.gguf"), "{}", e);
+    let e = Sampler::new(&SamplerOptions { repeat_penalty: 0.0, ..Default::default() }).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(Model::open("a\0b").is_err());
+}
+
+#[test]
+fn model_info_and_tokens() {
+    let m = stories!();
+    assert_eq!((m.n_vocab(), m.token_bos(), m.token_eos()), (512, Some(1), Some(2)));
+    assert!(m.n_ctx_train() > 0 && m.file_size() > 0);
+    assert!(m.describe().unwrap().contains("vocab 512"));
+    assert_eq!(m.meta("general.architecture").unwrap(), "llama");
+    assert_eq!(m.meta("no.such.key").unwrap_err().status(), Status::NotFound);
+    let ids = m.tokenize("Once upon a time", Flags::ADD_BOS).unwrap();
+    assert_eq!(ids[0], 1);
+    assert_eq!(m.detokenize(&ids, Flags::ADD_BOS).unwrap(), "Once upon a time");
+    let pieces: Vec<u8> = ids[1..].iter().flat_map(|&t| m.token_to_piece(t, Flags::NONE).unwrap()).collect();
+    assert_eq!(String::from_utf8(pieces).unwrap().trim_start(), "Once upon a time");
+    assert_eq!(m.token_to_piece(1, Flags::PIECE_SPECIAL).unwrap(), b"<s>");
+    let long = "The little dog ran to the park. ".repeat(300);
+    let ids = m.tokenize(&long, Flags::NONE).unwrap();
+    assert!(ids.len() > 1000);
+    assert_eq!(m.detokenize(&ids, Flags::NONE).unwrap().trim_start(), long);
+}
+
+#[test]
+fn chat_render() {
+    let m = stories!();
+    let msgs = [ChatMessage { role: "system", content: "Be brief." }, ChatMessage { role: "user", content: "Hi" }];
+    assert_eq!(
+        m.chat_render(Some("chatml"), &msgs, true).unwrap(),
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    );
+    assert_eq!(m.chat_render(None, &msgs, true).unwrap_err().status(), Status::Unsupported);
+    assert_eq!(m.chat_render(Some("nonsense"), &msgs, true).unwrap_err().status(), Status::InvalidArgument);
+}
+
+#[test]
+fn greedy_generation_tells_the_lily_story() {
+    let m = stories!();
+    let mut s = m.session(session_opts()).unwrap();
+    let bos = m.tokenize("", Flags::ADD_BOS).unwrap();
+    s.eval(&bos).unwrap();
+    let mut smp = Sampler::new(&SamplerOptions::greedy()).unwrap();
+    let mut text = String::new();
+    let mut toks = Vec::new();
+    let opts = GenerateOptions { max_tokens: 40, ..Default::default() };
+    let g = s
+        .generate_with(&mut smp, &opts, |t, piece| {
+            toks.extend(t);
+            text.push_str(piece);
+            true
+        })
+        .unwrap();
+    assert!(text.starts_with(LILY), "{:?}", text);
+    assert_eq!((g.n_generated, g.stop_reason, toks.len()), (40, StopReason::MaxTokens, 40));
+    assert_eq!(s.position(), 41);
+    assert_eq!(toks, greedy_alone(&m, &bos, 40));
+    let all: Vec<Token> = bos.iter().chain(toks.iter()).copied().collect();
+    assert_eq!(m.detokenize(&all, Flags::ADD_BOS).unwrap(), text);
+
+    // Back to the prompt: the same tokens again; a callback stops it.
+    s.truncate(1).unwrap();
+    assert_eq!(s.logits().unwrap_err().status(), Status::InvalidArgument);
+    s.truncate(0).unwrap();
+    s.eval(&bos).unwrap();
+    let mut smp = Sampler::new(&SamplerOptions::greedy()).unwrap();
+    let mut again = Vec::new();
+    let g = s
+        .generate_with(&mut smp, &opts, |t, _| {
+            again.extend(t);
+            again.len() < 10
+        })
+        .unwrap();
+    assert_eq!((g.n_generated, g.stop_reason), (10, StopReason::Callback));
+    assert_eq!(again, toks[..10]);
+    // Without a callback.
+    s.reset().unwrap();
+    s.eval(&bos).unwrap();
+    let mut smp = Sampler::new(&SamplerOptions::greedy()).unwrap();
+    let g = s.generate(&mut smp, &GenerateOptions { max_tokens: 5, ..Default::default() }).unwrap();
+    assert_eq!(g.n_generated, 5);
+}
+
+#[test]
+fn eval_all_logits_and_context_full() {
+    let m = stories!();
+    let mut s = m.session(session_opts()).unwrap();
+    assert_eq!(s.logits().unwrap_err().status(), Status::InvalidArgument);
+    let ids = m.tokenize("Lily had a red ball.", Flags::ADD_BOS).unwrap();
+    let all = s.eval_all(&ids).unwrap();
+    assert_eq!(all.len(), ids.len() * 512);
+    assert_eq!(s.logits().unwrap(), &all[(ids.len() - 1) * 512..]);
+    let pos = s.position();
+    assert_eq!(s.eval(&[100; 300]).unwrap_err().status(), Status::ContextFull);
+    assert_eq!(s.position(), pos);
+    assert_eq!(s.eval(&[99999]).unwrap_err().status(), Status::InvalidArgument);
+}
+
+#[test]
+fn abort_cancels_eval() {
+    let m = stories!();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let opts =
+        SessionOptions { abort: Some(Box::new(move || c.fetch_add(1, Ordering::SeqCst) >= 2)), ..session_opts() };
+    let mut s = m.session(opts).unwrap();
+    let e = s.eval(&m.tokenize("Once upon a time", Flags::ADD_BOS).unwrap()).unwrap_err();
+    assert_eq!(e.status(), Status::Cancelled);
+    assert_eq!((s.position(), calls.load(Ordering::SeqCst)), (0, 3));
+}
+
+#[test]
+fn a_panic_in_a_callback_reaches_the_caller() {
+    let m = stories!();
+    let mut s = m.session(session_opts()).unwrap();
+    s.eval(&[1]).unwrap();
+    let mut smp = Sampler::new(&SamplerOptions::default()).unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = s.generate_with(&mut smp, &GenerateOptions::default(), |_, _| panic!("boom"));
+    }));
+    assert_eq!(*r.unwrap_err().downcast::<&str>().unwrap(), "boom");
+    assert_eq!(s.position(), 1); // stopped at the first token
+}
+
+const PROMPTS: [&str; 4] = ["Once upon a time", "Tom and Sue went to the", "The little dog", "Lily had a red ball."];
+
+#[test]
+fn engine_sequences_equal_sessions() {
+    let m = stories!();
+    let engine = m.engine(engine_opts(4)).unwrap();
+    assert!(engine.describe().unwrap().contains("4 slots"));
+    assert!(engine.n_threads() >= 1);
+    const N: usize = 24;
+    type Stream = Rc<RefCell<(Vec<Token>, String)>>;
+    let streamed: Vec<Stream> = (0..PROMPTS.len()).map(|_| Default::default()).collect();
+    let opts = GenerateOptions { max_tokens: N as i32, stop_at_eos: false };
+    let mut seqs = Vec::new();
+    for (i, p) in PROMPTS.iter().enumerate() {
+        let mut seq = engine.sequence().unwrap();
+        seq.add_text(p, Flags::ADD_BOS).unwrap();
+        if i % 2 == 0 {
+            // Half stream through callbacks, half are polled.
+            let out = streamed[i].clone();
+            let eng = &engine;
+            seq.generate_with(&SamplerOptions::greedy(), &opts, move |t, text| {
+                let mut o = out.borrow_mut();
+                o.0.extend(t);
+                o.1.push_str(text);
+                // Changing the engine from inside a callback is refused.
+                assert_eq!(eng.sequence().err().map(|e| e.status()), Some(Status::InvalidArgument));
+                assert!(eng.step().is_err());
+                true
+            })
+            .unwrap();
+        } else {
+            seq.generate(&SamplerOptions::greedy(), &opts).unwrap();
+        }
+        assert_eq!(seq.state(), SequenceState::Prefill);
+        seqs.push(seq);
+    }
+    let mut steps = 0;
+    while engine.step().unwrap() > 0 {
+        steps += 1;
+        assert!(steps < 10 * N, "the engine does not finish");
+    }
+    for (i, p) in PROMPTS.iter().enumerate() {
+        let want = greedy_alone(&m, &m.tokenize(p, Flags::ADD_BOS).unwrap(), N);
+        assert_eq!(seqs[i].generated().unwrap(), want, "{}", p);
+        assert_eq!((seqs[i].state(), seqs[i].stop_reason()), (SequenceState::Finished, StopReason::MaxTokens));
+        if i % 2 == 0 {
+            let o = streamed[i].borrow();
+            assert_eq!(o.0, want);
+            assert_eq!(o.1, m.detokenize(&want, Flags::NONE).unwrap());
+        }
+    }
+    assert!(format!("{}{}", PROMPTS[0], streamed[0].borrow().1).starts_with(LILY));
+}
+
+#[test]
+fn forks_share_a_prefix() {
+    let m = stories!();
+    let engine = m.engine(engine_opts(4)).unwrap();
+    let prefix = "Once upon a time, there was a";
+    let mut root = engine.sequence().unwrap();
+    root.add_text(prefix, Flags::ADD_BOS).unwrap();
+    engine.run().unwrap();
+    let prefix_ids = m.tokenize(prefix, Flags::ADD_BOS).unwrap();
+    assert_eq!((root.state(), root.position() as usize), (SequenceState::Idle, prefix_ids.len()));
+    const N: usize = 16;
+    let suffixes = [" dog", " little boy", " big tree"];
+    let opts = GenerateOptions { max_tokens: N as i32, stop_at_eos: false };
+    let mut forks = Vec::new();
+    for sfx in suffixes {
+        let mut f = root.fork().unwrap();
+        f.add_tokens(&m.tokenize(sfx, Flags::NONE).unwrap()).unwrap();
+        f.generate(&SamplerOptions::greedy(), &opts).unwrap();
+        forks.push(f);
+    }
+    drop(root); // the forks run on without it
+    engine.run().unwrap();
+    for (f, sfx) in forks.iter().zip(suffixes) {
+        let mut prompt = prefix_ids.clone();
+        prompt.extend(m.tokenize(sfx, Flags::NONE).unwrap());
+        assert_eq!(f.generated().unwrap(), greedy_alone(&m, &prompt, N), "{}", sfx);
+    }
+}
+
+#[test]
+fn a_sequence_dropped_inside_a_callback_is_freed_after_the_step() {
+    let m = stories!();
+    let engine = m.engine(engine_opts(2)).unwrap();
+    let victim = Rc::new(RefCell::new(None));
+    let mut b = engine.sequence().unwrap();
+    b.add_text("The little dog", Flags::ADD_BOS).unwrap();
+    let opts = GenerateOptions { max_tokens: 8, stop_at_eos: false };
+    let b_calls = Rc::new(RefCell::new(0));
+    let bc = b_calls.clone();
+    b.generate_with(&SamplerOptions::greedy(), &opts, move |_, _| {
+        *bc.borrow_mut() += 1;
+        true
+    })
+    .unwrap();
+    *victim.borrow_mut() = Some(b);
+    let mut a = engine.sequence().unwrap();
+    a.add_text("The little dog", Flags::ADD_BOS).unwrap();
+    let v = victim.clone();
+    a.generate_with(&SamplerOptions::greedy(), &opts, move |_, _| {
+        v.borrow_mut().take(); // drops b in the middle of a step
+        true
+    })
+    .unwrap();
+    engine.run().unwrap();
+    assert_eq!(a.generated().unwrap().len(), 8);
+    assert!(victim.borrow().is_none());
+    assert!(*b_calls.borrow() <= 1, "b's callback ran after it was dropped");
+    drop(a);
+    // Both slots are free again.
+    let _c = engine.sequence().unwrap();
+    let _d = engine.sequence().unwrap();
+}
+
+#[test]
+fn model_is_shared_across_threads() {
+    let m = stories!();
+    let want = m.tokenize("Sam was sad because the sun was hot.", Flags::ADD_BOS).unwrap();
+    let m = Arc::new(m);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let m = m.clone();
+            let want = want.clone();
+            std::thread::spawn(move || {
+                for _ in 0..100 {
+                    assert_eq!(m.tokenize("Sam was sad because the sun was hot.", Flags::ADD_BOS).unwrap(), want);
+                }
+                // A session made and used on another thread.
+                let mut s = m.session(session_opts()).unwrap();
+                s.eval(&want).unwrap();
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // Sessions move between threads (Send), borrowing the model (scoped).
+    let m: &Model = &m;
+    let mut s = m.session(session_opts()).unwrap();
+    s.eval(&[1]).unwrap();
+    let s = std::thread::scope(|sc| {
+        sc.spawn(move || {
+            s.eval(&[100]).unwrap();
+            s
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(s.position(), 2);
+}
+
+#[test]
+fn synthetic_models() {
+    let shapes = brisk::synthetic_shapes().unwrap();
+    assert!(shapes.iter().any(|s| s == "tiny"), "{:?}", shapes);
+    let so = SynthesizeOptions { n_threads: 2, ..Default::default() };
+    assert_eq!((so.shape.as_str(), so.weight_type.as_str()), ("tiny", "q4_0"));
+    let logged = Arc::new(AtomicUsize::new(0));
+    let l = logged.clone();
+    let mo = ModelOptions {
+        log: Some(Box::new(move |_, _| {
+            l.fetch_add(1, Ordering::SeqCst);
+        })),
+        log_level: LogLevel::Info,
+        ..Default::default()
+    };
+    let m = Model::open_synthetic(&so, mo).unwrap();
+    assert!(m.n_vocab() > 0);
+    assert_eq!(m.weight_type().unwrap(), "q4_0");
+    assert!(logged.load(Ordering::SeqCst) > 0);
+    let bad = SynthesizeOptions { shape: "no-such-shape".into(), ..so.clone() };
+    assert!(Model::open_synthetic(&bad, ModelOptions::default()).is_err());
+    let path = std::env::temp_dir().join(format!("brisk-rust-test-{}.gguf", std::process::id()));
+    brisk::synthesize_model(&path, &so).unwrap();
+    let opened = Model::open(&path);
+    let _ = std::fs::remove_file(&path);
+    opened.unwrap();
+}

@@ -1,0 +1,56 @@
+// Evaluates independent chunks of tokens, each from a fresh KV cache, and
+// exposes the logits of every position: what perplexity, KL divergence,
+// calibration statistics and sensitivity measurement all need. Owns its own
+// forward pass, cache and threads, and a copy of the model's weight views, so
+// single matrices can be pointed at other data (sensitivity measurement).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "threads/thread_pool.h"
+
+namespace brisk::calib {
+
+struct EvalOptions {
+  int n_ctx = 256;
+  int n_threads = 0;  // 0: one per physical core
+  std::optional<TensorType> cache_type;  // unset: the session default for the model
+  AbortCheck abort = nullptr;
+  void* abort_ctx = nullptr;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Model& model, const EvalOptions& options);
+
+  // Evaluates tokens[0..n) at positions 0..n-1 (n <= n_ctx) and returns the
+  // logits after each: n rows of n_vocab floats. Throws BRISK_ERR_CANCELLED
+  // if the abort check fired.
+  const float* run(const int32_t* tokens, int n);
+
+  void set_observer(MatmulObserver* observer) { fwd_.set_observer(observer); }
+  // The weight views the forward pass reads; change a Matrix to swap it.
+  Weights& weights() { return weights_; }
+  const Model& model() const { return model_; }
+  int n_ctx() const { return opt_.n_ctx; }
+  int n_vocab() const { return model_.config().n_vocab; }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  const Model& model_;
+  EvalOptions opt_;
+  Weights weights_;
+  ThreadPool pool_;
+  KVCache cache_;
+  Forward fwd_;
+  Batch batch_;
+};
+
+// Log-softmax of one row into out (n floats); returns nothing, out[i] = log p_i.
+void log_softmax(const float* logits, int n, float* out);
+
+}  // namespace brisk::calib

@@ -1,0 +1,234 @@
+// brisk_engine_* and brisk_sequence_*: many sequences per step.
+#include <algorithm>
+#include <sstream>
+#include <string>
+
+#include "guard.h"
+#include "handles.h"
+
+using brisk::capi::copy_out;
+using brisk::capi::copy_text_out;
+using brisk::capi::guard;
+using brisk::capi::require;
+
+namespace {
+
+bool call_abort(void* ctx) {
+  const brisk_engine_options* o = static_cast<const brisk_engine_options*>(ctx);
+  return o->abort_fn && o->abort_fn(o->abort_user_data) != 0;
+}
+
+std::vector<int> parse_cpu_list(const char* s) {
+  std::vector<int> cpus;
+  if (!s) return cpus;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    size_t dash = item.find('-');
+    try {
+      if (dash == std::string::npos) {
+        cpus.push_back(std::stoi(item));
+      } else {
+        int a = std::stoi(item.substr(0, dash)), b = std::stoi(item.substr(dash + 1));
+        if (b < a || b - a > 4096) throw std::invalid_argument("range");
+        for (int c = a; c <= b; ++c) cpus.push_back(c);
+      }
+    } catch (const std::exception&) {
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, std::string("bad cpu list '") + s + "' (expected e.g. 0,2,4-7)");
+    }
+  }
+  for (int c : cpus)
+    if (c < 0 || c > 65535) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, std::string("bad cpu list '") + s + "'");
+  return cpus;
+}
+
+brisk::SamplerParams sampler_params(const brisk_sampler_options* given) {
+  brisk_sampler_options o = brisk::capi::merge_options(given, [](brisk_sampler_options* p) { brisk_sampler_options_init(p); });
+  brisk::SamplerParams p;
+  p.temperature = o.temperature;
+  p.top_k = o.top_k;
+  p.top_p = o.top_p;
+  p.min_p = o.min_p;
+  p.repeat_penalty = o.repeat_penalty;
+  p.repeat_last_n = o.repeat_last_n;
+  p.seed = o.seed;
+  return p;
+}
+
+}  // namespace
+
+extern "C" {
+
+static void fill_engine_options(brisk_engine_options* o) {
+  if (!o) return;
+  *o = brisk_engine_options{};
+  o->struct_size = sizeof(*o);
+  o->n_seq_max = 8;
+  o->n_batch = 512;
+  o->cache_type_k = BRISK_TYPE_AUTO;
+  o->cache_type_v = BRISK_TYPE_AUTO;
+}
+
+brisk_status brisk_engine_create(const brisk_model* m, const brisk_engine_options* options, brisk_engine** out) {
+  return guard([&] {
+    require(out, "out_engine");
+    *out = nullptr;
+    require(m, "model");
+    auto h = std::make_unique<brisk_engine>();
+    h->owner = m;
+    h->options = brisk::capi::merge_options(options, [](brisk_engine_options* p) { brisk_engine_options_init(p); });
+    const brisk_engine_options& o = h->options;
+    if (o.n_ctx > (1u << 24) || o.n_threads > 4096 || o.n_batch > (1u << 20) || o.n_seq_max > 65536 ||
+        o.n_seq_max == 0 || o.n_batch == 0)
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "engine options out of range");
+    brisk::EngineOptions eo;
+    eo.n_ctx = static_cast<int>(o.n_ctx);
+    eo.n_seq_max = static_cast<int>(o.n_seq_max);
+    eo.n_threads = static_cast<int>(o.n_threads);
+    eo.n_batch = static_cast<int>(o.n_batch);
+    if (o.cache_type_k != BRISK_TYPE_AUTO) eo.k_type = static_cast<brisk::TensorType>(o.cache_type_k);
+    if (o.cache_type_v != BRISK_TYPE_AUTO) eo.v_type = static_cast<brisk::TensorType>(o.cache_type_v);
+    eo.pin_threads = o.no_pin == 0;
+    eo.cpu_list = parse_cpu_list(o.cpu_list);
+    h->options.cpu_list = nullptr;  // not kept: the caller's string may go away
+    eo.abort = call_abort;
+    eo.abort_ctx = &h->options;
+    eo.memory_budget = o.memory_budget;
+    h->engine = std::make_unique<brisk::Engine>(*m->model, eo);
+    *out = h.release();
+  });
+}
+
+void brisk_engine_free(brisk_engine* e) {
+  if (!e) return;
+  for (brisk_sequence* s : e->sequences) delete s;
+  delete e;
+}
+
+brisk_status brisk_engine_describe(const brisk_engine* e, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(e, "engine");
+    const brisk::Engine& en = *e->engine;
+    const brisk::KVCache& kv = en.cache();
+    char line[512];
+    std::snprintf(line, sizeof line, "%s; %d slots x %d tokens; KV %s/%s (%.1f MiB); planned %.1f of %.1f MiB",
+                  en.pool().describe().c_str(), en.n_seq_max(), en.n_ctx(), brisk::type_name(kv.k_type()),
+                  brisk::type_name(kv.v_type()), kv.total_bytes() / 1048576.0, en.memory_plan().total() / 1048576.0,
+                  en.memory_plan().available / 1048576.0);
+    copy_text_out(line, buf, cap, needed);
+  });
+}
+
+uint32_t brisk_engine_n_threads(const brisk_engine* e) {
+  return e ? static_cast<uint32_t>(e->engine->pool().size()) : 0;
+}
+
+brisk_status brisk_engine_step(brisk_engine* e, uint32_t* n_active) {
+  if (n_active) *n_active = 0;
+  return guard([&] {
+    require(e, "engine");
+    int n = e->engine->step();
+    if (n_active) *n_active = static_cast<uint32_t>(n);
+  });
+}
+
+brisk_status brisk_sequence_create(brisk_engine* e, brisk_sequence** out) {
+  return guard([&] {
+    require(out, "out_sequence");
+    *out = nullptr;
+    require(e, "engine");
+    auto h = std::make_unique<brisk_sequence>();
+    h->owner = e;
+    brisk_generate_options_init(&h->gen);
+    h->seq = e->engine->create_sequence();
+    e->sequences.push_back(h.get());
+    *out = h.release();
+  });
+}
+
+brisk_status brisk_sequence_fork(const brisk_sequence* src, brisk_sequence** out) {
+  return guard([&] {
+    require(out, "out_sequence");
+    *out = nullptr;
+    require(src, "src");
+    auto h = std::make_unique<brisk_sequence>();
+    h->owner = src->owner;
+    brisk_generate_options_init(&h->gen);
+    h->seq = src->owner->engine->fork(*src->seq);
+    src->owner->sequences.push_back(h.get());
+    *out = h.release();
+  });
+}
+
+void brisk_sequence_free(brisk_sequence* s) {
+  if (!s) return;
+  auto& list = s->owner->sequences;
+  list.erase(std::remove(list.begin(), list.end(), s), list.end());
+  s->owner->engine->release(s->seq);
+  delete s;
+}
+
+brisk_status brisk_sequence_add_tokens(brisk_sequence* s, const int32_t* tokens, size_t n) {
+  return guard([&] {
+    require(s, "sequence");
+    if (n > 0) require(tokens, "tokens");
+    s->seq->add_tokens(tokens, n);
+  });
+}
+
+brisk_status brisk_sequence_add_text(brisk_sequence* s, const char* text, size_t len, uint32_t flags) {
+  return guard([&] {
+    require(s, "sequence");
+    if (len > 0) require(text, "text");
+    const brisk::Tokenizer& tok = s->owner->engine->model().tokenizer();
+    std::vector<int32_t> ids = tok.encode(std::string_view(text ? text : "", len), flags & BRISK_TOKENIZE_ADD_BOS,
+                                          flags & BRISK_TOKENIZE_PARSE_SPECIAL);
+    s->seq->add_tokens(ids.data(), ids.size());
+  });
+}
+
+brisk_status brisk_sequence_generate(brisk_sequence* s, const brisk_sampler_options* sampling,
+                                     const brisk_generate_options* options) {
+  return guard([&] {
+    require(s, "sequence");
+    brisk::SamplerParams p = sampler_params(sampling);
+    s->gen = brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
+    brisk::Sequence::TokenCallback cb;
+    if (s->gen.token_fn) {
+      const brisk_generate_options* g = &s->gen;
+      cb = [g](int32_t token, const std::string& text) {
+        return g->token_fn(g->token_user_data, token, text.c_str(), text.size()) == 0;
+      };
+    }
+    s->seq->generate(p, s->gen.max_tokens, s->gen.stop_at_eos != 0, std::move(cb));
+  });
+}
+
+brisk_sequence_state brisk_sequence_get_state(const brisk_sequence* s) {
+  return s ? static_cast<brisk_sequence_state>(s->seq->state()) : BRISK_SEQ_FINISHED;
+}
+
+brisk_stop_reason brisk_sequence_stop_reason(const brisk_sequence* s) {
+  return s ? static_cast<brisk_stop_reason>(s->seq->stop_reason()) : BRISK_STOP_MAX_TOKENS;
+}
+
+uint32_t brisk_sequence_position(const brisk_sequence* s) {
+  return s ? static_cast<uint32_t>(s->seq->position()) : 0;
+}
+
+brisk_status brisk_sequence_generated(const brisk_sequence* s, int32_t* tokens, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(s, "sequence");
+    const std::vector<int32_t>& g = s->seq->generated();
+    copy_out(g.data(), g.size(), tokens, cap, needed);
+  });
+}
+
+}  // extern "C"
+
+extern "C" {
+void brisk_engine_options_init_sized(brisk_engine_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_engine_options);
+}
+}  // extern "C"

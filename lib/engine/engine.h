@@ -1,0 +1,149 @@
+// Many sequences per weight read: the Engine owns the thread pool, a KV cache
+// with one slot per concurrent sequence, and the scheduler.
+//
+// Every step() gathers the work of all sequences — one decode token for each
+// generating sequence, plus prompt chunks up to the step's token budget —
+// into one Batch and runs one forward pass, so each weight block is read once
+// for the whole batch. Sequences join and leave between steps; a finished
+// sequence gives its slot back at once. A long prompt is read in chunks so
+// that generating sequences keep producing a token every step.
+//
+// The Engine and its Sequences belong to one thread at a time.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor_type.h"
+#include "engine/common.h"
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+#include "threads/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace brisk {
+
+struct EngineOptions {
+  int n_ctx = 0;        // per sequence; 0: the model's training context, at most 4096
+  int n_seq_max = 1;    // sequences that can exist at once (KV slots)
+  int n_threads = 0;    // 0: physical cores
+  int n_batch = 512;    // most tokens in one step
+  std::optional<TensorType> k_type, v_type;  // unset: see default_cache_type()
+  bool pin_threads = true;
+  std::vector<int> cpu_list;
+  AbortCheck abort = nullptr;
+  void* abort_ctx = nullptr;
+  // 0: read the machine's available memory; otherwise the budget in bytes
+  // (tests use it to exercise the planner).
+  uint64_t memory_budget = 0;
+};
+
+// What a configuration needs, computed before anything is allocated.
+struct MemoryPlan {
+  uint64_t weights = 0;     // mapped model bytes
+  uint64_t kv = 0;          // all slots' caches
+  uint64_t scratch = 0;     // forward-pass buffers
+  uint64_t available = 0;   // what the machine can give
+  uint64_t total() const { return weights + kv + scratch; }
+};
+MemoryPlan plan_memory(const Model& model, const EngineOptions& options, int n_ctx);
+
+class Engine;
+
+enum class SeqState { idle, prefill, generating, finished };
+
+// One sequence: its tokens, position, slot, sampler and output.
+class Sequence {
+ public:
+  using TokenCallback = std::function<bool(int32_t token, const std::string& text)>;
+
+  // Queues tokens to evaluate (the prompt, or more of it later).
+  void add_tokens(const int32_t* tokens, size_t n);
+  // After the queued tokens are evaluated, generate up to max_tokens.
+  void generate(const SamplerParams& sampling, int max_tokens, bool stop_at_eos, TokenCallback on_token);
+
+  SeqState state() const { return state_; }
+  int position() const { return pos_; }
+  StopReason stop_reason() const { return stop_; }
+  const std::vector<int32_t>& generated() const { return generated_; }
+  const std::vector<float>& logits() const { return logits_; }
+  int slot() const { return slot_; }  // -1 once finished (the slot is given back)
+
+ private:
+  friend class Engine;
+  Sequence(Engine& e, int slot) : engine_(&e), slot_(slot) {}
+  void finish(StopReason r);
+  void on_logits(const float* logits, int n_vocab);
+
+  Engine* engine_;
+  int slot_;
+  int pos_ = 0;                      // tokens in the cache
+  std::vector<int32_t> pending_;     // tokens still to evaluate
+  size_t pending_done_ = 0;          // how many of pending_ are evaluated
+  std::vector<int32_t> context_;     // every evaluated token (for forks and penalties)
+  SeqState state_ = SeqState::idle;
+  bool want_generate_ = false;
+  int max_tokens_ = 0;
+  bool stop_at_eos_ = true;
+  std::unique_ptr<Sampler> sampler_;
+  TokenCallback on_token_;
+  Utf8Stream utf8_;
+  std::vector<int32_t> generated_;
+  std::vector<float> logits_;
+  StopReason stop_ = StopReason::max_tokens;
+};
+
+class Engine {
+ public:
+  Engine(const Model& model, const EngineOptions& options);
+  ~Engine();
+
+  // A new sequence in a free slot; BRISK_ERR_OUT_OF_MEMORY naming the limit if none is free.
+  Sequence* create_sequence();
+  // A new sequence whose context is a copy of src's evaluated tokens (its
+  // KV rows copied, not recomputed). src must have nothing pending.
+  Sequence* fork(const Sequence& src);
+  // Frees the sequence and its slot; the pointer is invalid afterwards.
+  void release(Sequence* seq);
+
+  // Runs one forward pass over the ready work of every sequence and delivers
+  // tokens to callbacks. Returns the number of sequences that still have work
+  // (prefill or generating). Throws BRISK_ERR_CANCELLED if aborted.
+  int step();
+  // Steps until no sequence has work.
+  void run_until_idle();
+
+  int n_active() const;
+  int n_ctx() const { return n_ctx_; }
+  int n_seq_max() const { return static_cast<int>(slot_owner_.size()); }
+  const Model& model() const { return model_; }
+  const ThreadPool& pool() const { return pool_; }
+  const KVCache& cache() const { return cache_; }
+  const MemoryPlan& memory_plan() const { return plan_; }
+  // Tokens evaluated by the last step (prompt and decode), for statistics.
+  int last_step_tokens() const { return last_step_tokens_; }
+
+ private:
+  friend class Sequence;
+  const Model& model_;
+  EngineOptions opt_;
+  int n_ctx_;
+  MemoryPlan plan_;
+  ThreadPool pool_;
+  KVCache cache_;
+  Forward fwd_;
+  Batch batch_;
+  std::vector<std::unique_ptr<Sequence>> seqs_;  // every live sequence
+  std::vector<Sequence*> slot_owner_;            // per KV slot; nullptr: free
+  void free_slot(Sequence& s);
+  std::vector<Sequence*> batch_seq_;              // the sequence each batch token belongs to
+  int last_step_tokens_ = 0;
+  size_t prefill_cursor_ = 0;  // round-robin start for prompt chunks (fairness)
+};
+
+}  // namespace brisk

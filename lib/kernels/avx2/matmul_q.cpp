@@ -1,0 +1,282 @@
+// AVX2 kernels for the 32-weight block types: Q8_0 and Q4_0 (against Q8_0
+// activations) and Q4_1 (against Q8_1).
+//
+// Same lane layout as the AVX-512 kernels (see avx512/matmul_q.cpp), two
+// blocks per ymm: block j sits in 128-bit lane j, int32 slot s of a lane sums
+// weights 4s..4s+3 of the block's first half and of its second half. That way
+// one int->float convert and one FMA serve two blocks per (row, column).
+//
+// Without VNNI the byte products are vpmaddubsw (u8 x s8 -> pairs of int16,
+// saturating) + vpmaddwd with ones (-> int32):
+//  - Q4: nibbles 0..15 are the unsigned side; both halves' pairs fit int16
+//    (2 * 2 * 15 * 127 < 32767), so they are added before vpmaddwd. The -8
+//    offset is removed through a per-column correction (-8 * activation
+//    partial sums), computed once when the activations are repacked.
+//  - Q8_0: |w| x sign(a, w) (ggml's trick) keeps each pair within int16;
+//    the halves are widened separately since their sum could overflow.
+#include "kernels/avx2/common.h"
+#include "quant/blocks.h"
+
+namespace brisk::kernels::avx2 {
+
+using quant::BlockQ8_0;
+using quant::BlockQ8_1;
+
+namespace {
+
+// One column's activations for 2 blocks, in lane layout.
+struct alignas(32) ActGroup {
+  int8_t lo[32];     // block j's qs[0..15] at 16j
+  int8_t hi[32];     // block j's qs[16..31] at 16j
+  float d[8];        // block j's scale in slots 4j..4j+3
+  int32_t extra[8];  // Q4_0: int32 offset correction; Q4_1: float s at slot 4j, 0 elsewhere
+};
+static_assert(sizeof(ActGroup) == 128);
+
+enum class Kind { q8_0, q4_0, q4_1 };
+
+// Repacks one column of nb activation blocks into ngroups ActGroups (the
+// last group zero-padded: zero activations and scales add nothing).
+template <Kind K>
+void pack_column(const uint8_t* src, int64_t nb, ActGroup* dst) {
+  const int64_t ngroups = (nb + 1) / 2;
+  for (int64_t g = 0; g < ngroups; ++g) {
+    ActGroup& a = dst[g];
+    std::memset(&a, 0, sizeof a);
+    for (int j = 0; j < 2 && g * 2 + j < nb; ++j) {
+      float d, s = 0;
+      const int8_t* qs;
+      if constexpr (K == Kind::q4_1) {
+        const auto* b = reinterpret_cast<const BlockQ8_1*>(src) + g * 2 + j;
+        d = h2f(b->d);
+        s = h2f(b->s);
+        qs = b->qs;
+      } else {
+        const auto* b = reinterpret_cast<const BlockQ8_0*>(src) + g * 2 + j;
+        d = h2f(b->d);
+        qs = b->qs;
+      }
+      std::memcpy(a.lo + 16 * j, qs, 16);
+      std::memcpy(a.hi + 16 * j, qs + 16, 16);
+      for (int l = 0; l < 4; ++l) a.d[4 * j + l] = d;
+      if constexpr (K == Kind::q4_1) std::memcpy(&a.extra[4 * j], &s, 4);
+    }
+    if constexpr (K == Kind::q4_0) {
+      // dot = sum(nibble * a) - 8 * sum(a), per int32 slot.
+      const __m256i ones8 = _mm256_set1_epi8(1);
+      const __m256i pairs = _mm256_add_epi16(
+          _mm256_maddubs_epi16(ones8, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.lo))),
+          _mm256_maddubs_epi16(ones8, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.hi))));
+      const __m256i sum = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(a.extra),
+                         _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 3)));
+    }
+  }
+}
+
+// One weight row's 2 blocks: bytes in lane layout (unsigned nibbles for Q4,
+// signed for Q8_0) and the per-slot scales (and minimum for Q4_1).
+struct WGroup {
+  __m256i lo, hi;
+  __m256 d, m;
+};
+
+inline __m256 two_scales(float d0, float d1) { return _mm256_set_m128(_mm_set1_ps(d1), _mm_set1_ps(d0)); }
+
+inline __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+
+// Q4_0 and Q4_1: the 16 nibble bytes of blocks 0 and 1 at qs0 and qs1.
+inline void split_nibbles(__m128i b0, __m128i b1, WGroup& g) {
+  const __m256i q = _mm256_set_m128i(b1, b0);
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  g.lo = _mm256_and_si256(q, nib);
+  g.hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
+}
+
+// Tail: only one block left in the group; the other reads as zero (its
+// activations are zero too) and no byte past the row is touched.
+struct Q4_0W {
+  static constexpr int kBlockBytes = 18;
+  template <bool Tail>
+  static WGroup load(const uint8_t* p) {
+    WGroup g;
+    split_nibbles(load128(p + 2), Tail ? _mm_setzero_si128() : load128(p + 20), g);
+    g.d = two_scales(h2f(load_u16(p)), Tail ? 0.0f : h2f(load_u16(p + 18)));
+    g.m = _mm256_setzero_ps();
+    return g;
+  }
+};
+
+struct Q4_1W {
+  static constexpr int kBlockBytes = 20;
+  template <bool Tail>
+  static WGroup load(const uint8_t* p) {
+    WGroup g;
+    split_nibbles(load128(p + 4), Tail ? _mm_setzero_si128() : load128(p + 24), g);
+    g.d = two_scales(h2f(load_u16(p)), Tail ? 0.0f : h2f(load_u16(p + 20)));
+    g.m = two_scales(h2f(load_u16(p + 2)), Tail ? 0.0f : h2f(load_u16(p + 22)));
+    return g;
+  }
+};
+
+struct Q8_0W {
+  static constexpr int kBlockBytes = 34;
+  template <bool Tail>
+  static WGroup load(const uint8_t* p) {
+    const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+    const __m256i y1 = Tail ? _mm256_setzero_si256() : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36));
+    WGroup g;
+    g.lo = _mm256_permute2x128_si256(y0, y1, 0x20);  // first halves of blocks 0, 1
+    g.hi = _mm256_permute2x128_si256(y0, y1, 0x31);  // second halves
+    g.d = two_scales(h2f(load_u16(p)), Tail ? 0.0f : h2f(load_u16(p + 34)));
+    g.m = _mm256_setzero_ps();
+    return g;
+  }
+};
+
+template <typename W, Kind K>
+struct QTile {
+  int64_t ngroups;
+  bool odd;  // last group has one block
+  const uint8_t* w;
+  size_t w_stride;
+  const ActGroup* act;  // ngroups per column, columns c_base, c_base + 1, ...
+  int c_base;
+  float* out;
+  size_t out_stride;
+  size_t pf_dist;  // prefetch this many bytes ahead of each row (next rows)
+
+  template <int R, int C, bool Tail>
+  inline void step(const uint8_t* const* wr, const ActGroup* const* ac, int64_t g, __m256 (&acc)[R][C]) const {
+    WGroup wg[R];
+    for (int r = 0; r < R; ++r) {
+      prefetch_bytes<2 * W::kBlockBytes>(wr[r] + pf_dist + g * 2 * W::kBlockBytes);
+      wg[r] = W::template load<Tail>(wr[r] + g * 2 * W::kBlockBytes);
+    }
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    for (int c = 0; c < C; ++c) {
+      const ActGroup& a = ac[c][g];
+      const __m256i alo = _mm256_load_si256(reinterpret_cast<const __m256i*>(a.lo));
+      const __m256i ahi = _mm256_load_si256(reinterpret_cast<const __m256i*>(a.hi));
+      const __m256 ad = _mm256_load_ps(a.d);
+      for (int r = 0; r < R; ++r) {
+        __m256i i;
+        if constexpr (K == Kind::q8_0) {
+          const __m256i plo = _mm256_maddubs_epi16(_mm256_sign_epi8(wg[r].lo, wg[r].lo), _mm256_sign_epi8(alo, wg[r].lo));
+          const __m256i phi = _mm256_maddubs_epi16(_mm256_sign_epi8(wg[r].hi, wg[r].hi), _mm256_sign_epi8(ahi, wg[r].hi));
+          i = _mm256_add_epi32(_mm256_madd_epi16(plo, ones16), _mm256_madd_epi16(phi, ones16));
+        } else {
+          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wg[r].lo, alo), _mm256_maddubs_epi16(wg[r].hi, ahi));
+          i = _mm256_madd_epi16(p, ones16);
+          if constexpr (K == Kind::q4_0)
+            i = _mm256_add_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.extra)));
+        }
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(wg[r].d, ad), acc[r][c]);
+        if constexpr (K == Kind::q4_1)
+          acc[r][c] = _mm256_fmadd_ps(wg[r].m, _mm256_load_ps(reinterpret_cast<const float*>(a.extra)), acc[r][c]);
+      }
+    }
+  }
+
+  template <int R, int C>
+  void run(int r0, int c0) {
+    const uint8_t* wr[R];
+    const ActGroup* ac[C];
+    for (int r = 0; r < R; ++r) wr[r] = w + static_cast<size_t>(r0 + r) * w_stride;
+    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c - c_base) * ngroups;
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    const int64_t full = odd ? ngroups - 1 : ngroups;
+    for (int64_t g = 0; g < full; ++g) step<R, C, false>(wr, ac, g, acc);
+    if (odd) step<R, C, true>(wr, ac, full, acc);
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r) out[static_cast<size_t>(c0 + c) * out_stride + r0 + r] = hsum(acc[r][c]);
+  }
+};
+
+constexpr int kColChunk = 32;
+
+template <typename W, Kind K>
+void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+            int ncols, float* out, size_t out_stride) {
+  const int64_t nb = k / 32;
+  const int64_t ngroups = (nb + 1) / 2;
+  // Columns are repacked kColChunk at a time so the packed activations stay
+  // cache-sized however large the batch is.
+  const int chunk = ncols < kColChunk ? ncols : kColChunk;
+  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
+  QTile<W, K> t{ngroups, nb % 2 == 1, static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
+                prefetch_distance(ncols, w_stride)};
+  for (int c0 = 0; c0 < ncols; c0 += chunk) {
+    const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
+    for (int c = c0; c < c1; ++c)
+      pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
+                     packed + static_cast<size_t>(c - c0) * ngroups);
+    t.c_base = c0;
+    if (ncols == 1) {
+      for_each_tile<1, 1>(t, nrows, c0, c1, w_stride);
+    } else {
+      for_each_tile<2, 3>(t, nrows, c0, c1, w_stride);
+    }
+  }
+}
+
+// Rounded values of one 32-float block, as ggml's reference: d = amax/127,
+// q = roundf(x * (1/d)). Returns d; q gets the 32 int8 in order.
+inline float q8_block(const float* x, __m256i* q, int* sum) {
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    amax = _mm256_max_ps(amax, abs_ps(v[i]));
+  }
+  const float d = hmax(amax) / 127;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i qi[4];
+  for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvttps_epi32(round_away(_mm256_mul_ps(v[i], vid)));
+  if (sum) *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])));
+  *q = pack_i32_to_i8(qi[0], qi[1], qi[2], qi[3]);
+  return d;
+}
+
+}  // namespace
+
+void quantize_q8_0(const float* x, void* out, int64_t k) {
+  auto* y = static_cast<BlockQ8_0*>(out);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    __m256i q;
+    const float d = q8_block(x + b * 32, &q, nullptr);
+    y[b].d = f2h(d);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
+  }
+}
+
+void quantize_q8_1(const float* x, void* out, int64_t k) {
+  auto* y = static_cast<BlockQ8_1*>(out);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    __m256i q;
+    int sum;
+    const float d = q8_block(x + b * 32, &q, &sum);
+    y[b].d = f2h(d);
+    // ggml rounds s from the unrounded d.
+    y[b].s = f2h(static_cast<float>(sum) * d);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
+  }
+}
+
+void gemm_q8_0(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride) {
+  gemm_q<Q8_0W, Kind::q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+void gemm_q4_0(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride) {
+  gemm_q<Q4_0W, Kind::q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+void gemm_q4_1(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride) {
+  gemm_q<Q4_1W, Kind::q4_1>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
+}  // namespace brisk::kernels::avx2

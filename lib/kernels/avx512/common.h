@@ -1,0 +1,162 @@
+// Shared pieces of the AVX-512 kernels (files under avx512/ only).
+//
+// ODR caution: every file here is compiled with AVX-512 flags. Anything with
+// external linkage that another, baseline file could also instantiate (inline
+// functions from shared headers, std:: templates such as std::vector) may be
+// emitted here with AVX-512 encodings and then picked by the linker for the
+// baseline callers too. So these files keep their helpers `static` or in
+// anonymous namespaces, use no std:: templates, and convert fp16 with F16C
+// instead of calling the inline helpers of core/fp16.h.
+#pragma once
+// GCC 12 warns inside its own intrinsic headers (_mm512_undefined_* used by
+// cvtph/reduce helpers): a known false positive, silenced for those lines.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/matmul.h"
+
+namespace brisk::kernels::avx512 {
+
+// Per type family (matmul_float.cpp, matmul_q.cpp, matmul_k.cpp).
+void quantize_f32(const float* x, void* out, int64_t k);
+void gemm_f32(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+              size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_f16(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+              size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_bf16(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+
+void quantize_q8_0(const float* x, void* out, int64_t k);
+void quantize_q8_1(const float* x, void* out, int64_t k);
+void gemm_q8_0(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q4_0(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q4_1(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+
+void quantize_q8_k(const float* x, void* out, int64_t k);
+void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+               size_t act_stride, int ncols, float* out, size_t out_stride);
+
+// fp16 <-> f32 with F16C: bit-exact with core/fp16.h for every non-NaN value
+// (both round to nearest even and handle subnormals and overflow the same).
+static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+static inline uint16_t f2h(float f) {
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static inline uint16_t load_u16(const void* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// Sum of the 16 floats. The order differs from a scalar loop; callers accept
+// float-rounding differences (the contract asks for tolerance, not bits).
+static inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+// Mask of the first n (0..16) 32-bit lanes, or n 16-bit elements.
+static inline __mmask16 lane_mask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
+}
+// Mask of the first n bytes (n <= 0: none, n >= 64: all).
+static inline __mmask64 byte_mask(int64_t n) {
+  if (n <= 0) return 0;
+  return n >= 64 ? ~static_cast<__mmask64>(0) : ((static_cast<__mmask64>(1) << n) - 1);
+}
+
+// Rounds half away from zero like roundf: ggml's Q8_0/Q8_1 reference uses
+// roundf, and the activations must be byte-identical to it. Exact: x - trunc(x)
+// is computed without rounding error for every float.
+static inline __m512 round_away(__m512 x) {
+  const __m512 t = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(x, t));
+  const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  // t + sign(x) where rounding away applies.
+  const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_castps_si512(_mm512_set1_ps(1.0f)),
+      _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
+  return _mm512_mask_add_ps(t, up, t, one);
+}
+
+// Prefetches the cache lines of [p, p + Bytes). Decode (one column) walks
+// the rows one after another, a single linear stream that the hardware
+// prefetcher follows well; measured on Zen 4, reading 2 or 4 rows side by
+// side instead cut DRAM throughput by 30-50% (rows are only ~1-4 KB, too
+// short for per-stream training). The software prefetch a few KB ahead only
+// covers stream starts and page crossings. Multi-column tiles read R rows
+// side by side and prefetch the next row groups. Prefetches past the end of
+// the matrix are harmless.
+template <int Bytes>
+static inline void prefetch_bytes(const uint8_t* p) {
+  for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+  if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), _MM_HINT_T0);
+}
+
+// Bytes ahead of the current weight position to prefetch.
+static inline size_t prefetch_distance(int ncols, size_t w_stride) {
+  return ncols == 1 ? size_t{4096} : 8 * w_stride;
+}
+
+// A per-thread scratch buffer, 64-byte aligned, grown on demand and never
+// shrunk (gemm calls on a worker thread reuse it). Plain malloc/free so that
+// no std:: template is instantiated with AVX-512 flags (see above).
+void* scratch(size_t bytes);
+
+// Calls tile.run<rn, cn>(r, c) for runtime rn <= RM, cn <= CM, so the
+// inner loops always have compile-time trip counts (registers, no spills).
+template <int R, int C, typename Tile>
+static inline void dispatch_cols(Tile& tile, int r, int c, int cn) {
+  if constexpr (C > 0) {
+    if (cn == C) {
+      tile.template run<R, C>(r, c);
+    } else {
+      dispatch_cols<R, C - 1>(tile, r, c, cn);
+    }
+  }
+}
+template <int R, int C, typename Tile>
+static inline void dispatch_tile(Tile& tile, int r, int c, int rn, int cn) {
+  if constexpr (R > 0) {
+    if (rn == R) {
+      dispatch_cols<R, C>(tile, r, c, cn);
+    } else {
+      dispatch_tile<R - 1, C>(tile, r, c, rn, cn);
+    }
+  }
+}
+
+// Covers rows [0, nrows) x columns [c_begin, c_end) with tiles of at most
+// RM x CM. Loop order, innermost last: row block, column group, row group.
+// A column group's activations (a few KB per column) stay in L1 while the
+// row groups pass; a row block is sized so its weights (~192 KB) stay in L2
+// while the column groups pass. Decode (one column) degenerates to a single
+// linear pass over the rows.
+template <int RM, int CM, typename Tile>
+static inline void for_each_tile(Tile& tile, int nrows, int c_begin, int c_end, size_t row_bytes) {
+  int rb = static_cast<int>((size_t{192} << 10) / (row_bytes ? row_bytes : 1));
+  rb = rb < RM ? RM : rb - rb % RM;
+  for (int r0 = 0; r0 < nrows; r0 += rb) {
+    const int r1 = nrows - r0 < rb ? nrows : r0 + rb;
+    for (int c = c_begin; c < c_end; c += CM) {
+      const int cn = c_end - c < CM ? c_end - c : CM;
+      for (int r = r0; r < r1; r += RM) {
+        const int rn = r1 - r < RM ? r1 - r : RM;
+        dispatch_tile<RM, CM>(tile, r, c, rn, cn);
+      }
+    }
+  }
+}
+
+}  // namespace brisk::kernels::avx512

@@ -1,0 +1,74 @@
+// avx512 attention vector kernels (see kernels/vec.h). Like every file here it
+// avoids inline helpers of shared headers (see common.h: ODR across ISAs).
+#include "kernels/avx512/common.h"
+#include "kernels/vec.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace brisk::kernels {
+
+namespace {
+
+constexpr int W = 16;
+
+float hsum(__m512 v) {
+  return _mm512_reduce_add_ps(v);
+}
+
+float dot(const float* a, const float* b, int n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + W), _mm512_loadu_ps(b + i + W), acc1);
+  }
+  for (; i + W <= n; i += W) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+  float s = hsum(_mm512_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void axpy(float* y, float a, const float* x, int n) {
+  const __m512 va = _mm512_set1_ps(a);
+  int i = 0;
+  for (; i + W <= n; i += W) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void to_f32(TensorType type, const void* src, float* dst, int n) {
+  switch (type) {
+    case TensorType::F32: {
+      const float* f = static_cast<const float*>(src);
+      for (int i = 0; i < n; ++i) dst[i] = f[i];
+      return;
+    }
+    case TensorType::F16: {
+      const uint16_t* h = static_cast<const uint16_t*>(src);
+      int i = 0;
+      for (; i + W <= n; i += W) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+      for (; i < n; ++i) dst[i] = _cvtsh_ss(h[i]);
+      return;
+    }
+    case TensorType::Q8_0: {
+      const quant::BlockQ8_0* b = static_cast<const quant::BlockQ8_0*>(src);
+      for (int blk = 0; blk < n / 32; ++blk) {
+        const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[blk].d));
+        for (int j = 0; j < 32; j += W) {
+          const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[blk].qs + j)));
+          _mm512_storeu_ps(dst + blk * 32 + j, _mm512_mul_ps(d, _mm512_cvtepi32_ps(q)));
+        }
+      }
+      return;
+    }
+    default:
+      quant::dequantize_row(type, src, dst, n);
+  }
+}
+
+const VecKernels kTable{to_f32, dot, axpy};
+
+}  // namespace
+
+const VecKernels* avx512_vec_kernels() { return &kTable; }
+
+}  // namespace brisk::kernels

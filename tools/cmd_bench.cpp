@@ -1,0 +1,352 @@
+// brisk bench: how fast does a model run on this machine, alone and with many
+// sequences at once? Every figure is a median over repetitions, and decode
+// speed is taken over the last tokens only (steady state, not the first burst).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "brisk/brisk.h"
+#include "commands.h"
+#include "common.h"
+
+namespace brisk::tools {
+
+namespace {
+
+// 512 characters of plain English: the default prompt.
+const char kPrompt[] =
+    "The old lighthouse keeper climbed the narrow stairs every evening, carrying a small lamp and a notebook. "
+    "He wrote down the color of the sky, the direction of the wind, and the names of the ships that passed "
+    "the rocks below. Nobody had asked him to keep these records, but he believed that one day someone would "
+    "need them. When the storms came in the autumn, he stayed awake all night, watching the light turn slowly "
+    "over the dark water. In the morning he would walk down to the harbor and tell the fishermen what he had "
+    "seen during the night.";
+
+struct Config {
+  int parallel;
+};
+
+struct Run {
+  double prompt_tps = 0;  // prompt tokens evaluated per second (all sequences)
+  double gen_tps = 0;     // generated tokens per second over the measured window (all sequences)
+  double ttft_ms = 0;     // time to the first generated token of the first sequence
+};
+
+struct SeqClock {
+  std::vector<double> t;  // time of each generated token
+};
+
+int on_token(void* ud, int32_t token, const char*, size_t) {
+  if (token >= 0) static_cast<SeqClock*>(ud)->t.push_back(now_seconds());
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+uint64_t peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+// Resets the kernel's peak-RSS counter so each configuration reports its own.
+void reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (f) f << "5";
+}
+
+std::string default_history() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::string dir = xdg && *xdg ? std::string(xdg) + "/brisk" : std::string(home ? home : ".") + "/.cache/brisk";
+  return dir + "/bench-history.jsonl";
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    int x = std::stoi(item);
+    if (x <= 0) throw std::invalid_argument("parallel counts must be positive");
+    v.push_back(x);
+  }
+  if (v.empty()) throw std::invalid_argument("empty --parallel list");
+  return v;
+}
+
+// One repetition: P sequences, same prompt, greedy, exactly n_gen tokens each.
+bool run_once(brisk_engine* e, const std::vector<int32_t>& prompt, int parallel, int n_gen, int window, Run* out) {
+  std::vector<brisk_sequence*> seqs(static_cast<size_t>(parallel), nullptr);
+  std::vector<SeqClock> clocks(static_cast<size_t>(parallel));
+  brisk_sampler_options sp;
+  brisk_sampler_options_init(&sp);
+  sp.temperature = 0;
+  brisk_status st = BRISK_OK;
+  const double t0 = now_seconds();
+  for (int i = 0; i < parallel && st == BRISK_OK; ++i) {
+    if ((st = brisk_sequence_create(e, &seqs[i])) != BRISK_OK) break;
+    if ((st = brisk_sequence_add_tokens(seqs[i], prompt.data(), prompt.size())) != BRISK_OK) break;
+    brisk_generate_options go;
+    brisk_generate_options_init(&go);
+    go.max_tokens = n_gen;
+    go.stop_at_eos = 0;  // every sequence produces exactly n_gen tokens
+    go.token_fn = on_token;
+    go.token_user_data = &clocks[i];
+    st = brisk_sequence_generate(seqs[i], &sp, &go);
+  }
+  uint32_t active = 1;
+  while (st == BRISK_OK && active > 0) st = brisk_engine_step(e, &active);
+  for (brisk_sequence* s : seqs) brisk_sequence_free(s);
+  if (st != BRISK_OK) {
+    report("bench", st);
+    return false;
+  }
+  // Prompt phase ends when the last sequence has its first token.
+  double first_all = 0, first_any = 1e300, end_all = 0, window_start = 0;
+  for (const SeqClock& c : clocks) {
+    first_all = std::max(first_all, c.t.front());
+    first_any = std::min(first_any, c.t.front());
+    end_all = std::max(end_all, c.t.back());
+    window_start = std::max(window_start, c.t[c.t.size() - 1 - static_cast<size_t>(window)]);
+  }
+  // The window: the last `window` tokens of every sequence, from the latest
+  // sequence's window start to the last token.
+  out->prompt_tps = static_cast<double>(prompt.size()) * parallel / std::max(first_all - t0, 1e-9);
+  out->gen_tps = static_cast<double>(window) * parallel / std::max(end_all - window_start, 1e-9);
+  out->ttft_ms = (first_any - t0) * 1e3;
+  return true;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  char shapes[512] = "";
+  size_t needed = 0;
+  brisk_synthetic_shapes(shapes, sizeof shapes, &needed);
+  cxxopts::Options opts("brisk bench",
+                        "Measure prompt and generation speed, single-stream and with many parallel sequences.\n"
+                        "Synthetic shapes (random weights, no download): " + std::string(shapes));
+  // clang-format off
+  opts.add_options()
+    ("m,model", "model file (GGUF)", cxxopts::value<std::string>())
+    ("synthetic", "use a random-weight model of this shape instead of a file", cxxopts::value<std::string>())
+    ("type", "weight type of the synthetic model", cxxopts::value<std::string>()->default_value("q4_0"))
+    ("p,prompt", "prompt text (default: a fixed 512-character paragraph)", cxxopts::value<std::string>())
+    ("prompt-tokens", "use a prompt of exactly this many tokens instead", cxxopts::value<int>()->default_value("0"))
+    ("n,n-gen", "tokens generated per sequence", cxxopts::value<int>()->default_value("150"))
+    ("window", "decode speed is measured over the last N tokens", cxxopts::value<int>()->default_value("50"))
+    ("parallel", "comma-separated counts of parallel sequences", cxxopts::value<std::string>()->default_value("1"))
+    ("r,reps", "repetitions per configuration (median reported)", cxxopts::value<int>()->default_value("5"))
+    ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
+    ("cpu-list", "pin threads to these CPUs, e.g. 0,2,4-7", cxxopts::value<std::string>())
+    ("no-pin", "do not pin threads")
+    ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("f16"))
+    ("cache-type-v", "KV cache type for values", cxxopts::value<std::string>()->default_value("f16"))
+    ("b,batch-size", "most tokens per engine step", cxxopts::value<int>()->default_value("512"))
+    ("json", "print one JSON object per configuration on stdout")
+    ("history", "append results to this JSON-lines file", cxxopts::value<std::string>()->default_value(default_history()))
+    ("no-history", "do not append to the history file")
+    ("compare", "show the change against the last run of the same configuration")
+    ("h,help", "show this help");
+  // clang-format on
+  cxxopts::ParseResult args;
+  std::vector<int> parallels;
+  try {
+    args = opts.parse(argc, argv);
+    parallels = parse_list(args["parallel"].as<std::string>());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "brisk bench: error: %s (see 'brisk bench --help')\n", e.what());
+    return 2;
+  }
+  if (args.count("help")) {
+    std::printf("%s\n", opts.help().c_str());
+    return 0;
+  }
+  if (args.count("model") == args.count("synthetic")) {
+    std::fprintf(stderr, "brisk bench: error: give exactly one of -m MODEL or --synthetic SHAPE\n");
+    return 2;
+  }
+  const int n_gen = args["n-gen"].as<int>(), reps = args["reps"].as<int>();
+  const int window = std::min(args["window"].as<int>(), n_gen - 1);
+  if (n_gen < 2 || reps < 1 || window < 1) {
+    std::fprintf(stderr, "brisk bench: error: need -n >= 2, --window >= 1 and -r >= 1\n");
+    return 2;
+  }
+  int32_t cache_k, cache_v;
+  if (!parse_type(args["cache-type-k"].as<std::string>(), &cache_k) ||
+      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v)) {
+    std::fprintf(stderr, "brisk bench: error: unknown cache type\n");
+    return 2;
+  }
+
+  // The model.
+  brisk_model* model = nullptr;
+  brisk_status st;
+  std::string model_name;
+  if (args.count("synthetic")) {
+    brisk_synthesize_options so;
+    brisk_synthesize_options_init(&so);
+    std::string shape = args["synthetic"].as<std::string>(), type = args["type"].as<std::string>();
+    so.shape = shape.c_str();
+    so.weight_type = type.c_str();
+    std::fprintf(stderr, "generating a synthetic %s model (%s)...\n", shape.c_str(), type.c_str());
+    st = brisk_model_open_synthetic(&so, nullptr, &model);
+    model_name = "synthetic:" + shape;
+  } else {
+    const std::string path = args["model"].as<std::string>();
+    st = brisk_model_open(path.c_str(), nullptr, &model);
+    model_name = std::filesystem::path(path).filename().string();
+  }
+  if (st != BRISK_OK) return report("bench", st);
+  char wtype[32] = "";
+  brisk_model_weight_type(model, wtype, sizeof wtype, &needed);
+
+  // The prompt.
+  std::string text = args.count("prompt") ? args["prompt"].as<std::string>() : std::string(kPrompt);
+  std::vector<int32_t> prompt(static_cast<size_t>(text.size()) + 8);
+  st = brisk_tokenize(model, text.data(), text.size(), BRISK_TOKENIZE_ADD_BOS, prompt.data(), prompt.size(), &needed);
+  if (st != BRISK_OK) return report("bench", st);
+  prompt.resize(needed);
+  if (const int want = args["prompt-tokens"].as<int>(); want > 0) {
+    // Repeat the text's tokens (after BOS) to exactly `want` tokens.
+    std::vector<int32_t> body(prompt.begin() + (prompt.size() > 1 ? 1 : 0), prompt.end());
+    prompt.resize(1);
+    while (static_cast<int>(prompt.size()) < want) prompt.push_back(body[(prompt.size() - 1) % body.size()]);
+  }
+
+  const std::string history = args["history"].as<std::string>();
+  std::vector<nlohmann::json> past;
+  if (args.count("compare")) {
+    std::ifstream in(history);
+    std::string line;
+    while (std::getline(in, line)) {
+      try {
+        past.push_back(nlohmann::json::parse(line));
+      } catch (...) {
+      }
+    }
+  }
+
+  const bool json = args.count("json") > 0;
+  if (!json)
+    std::printf("%-24s %-6s %3s %4s %8s %14s %22s %9s %9s\n", "model", "type", "thr", "par", "prompt", "prompt tok/s",
+                "gen tok/s (min-max)", "ttft ms", "RSS MiB");
+  int rc = 0;
+  std::string cpu_list = args.count("cpu-list") ? args["cpu-list"].as<std::string>() : "";
+  for (int parallel : parallels) {
+    brisk_engine_options eo;
+    brisk_engine_options_init(&eo);
+    eo.n_seq_max = static_cast<uint32_t>(parallel);
+    eo.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 1);
+    eo.n_threads = static_cast<uint32_t>(std::max(0, args["threads"].as<int>()));
+    eo.n_batch = static_cast<uint32_t>(std::max(1, args["batch-size"].as<int>()));
+    eo.cache_type_k = cache_k;
+    eo.cache_type_v = cache_v;
+    eo.no_pin = args.count("no-pin") ? 1 : 0;
+    eo.cpu_list = cpu_list.empty() ? nullptr : cpu_list.c_str();
+    reset_peak_rss();
+    brisk_engine* engine = nullptr;
+    if ((st = brisk_engine_create(model, &eo, &engine)) != BRISK_OK) {
+      rc = report("bench", st);
+      break;
+    }
+    char desc[512] = "";
+    brisk_engine_describe(engine, desc, sizeof desc, &needed);
+    std::fprintf(stderr, "parallel %d: %s\n", parallel, desc);
+    std::vector<double> pp, tg, ttft;
+    bool ok = true;
+    for (int r = 0; r < reps && ok; ++r) {
+      std::fprintf(stderr, "\r  run %d/%d ...", r + 1, reps);
+      std::fflush(stderr);
+      Run run;
+      ok = run_once(engine, prompt, parallel, n_gen, window, &run);
+      pp.push_back(run.prompt_tps);
+      tg.push_back(run.gen_tps);
+      ttft.push_back(run.ttft_ms);
+    }
+    std::fprintf(stderr, "\r%30s\r", "");
+    const int threads = static_cast<int>(brisk_engine_n_threads(engine));
+    brisk_engine_free(engine);
+    if (!ok) {
+      rc = 1;
+      break;
+    }
+    nlohmann::json j = {
+        {"model", model_name},
+        {"weight_type", wtype},
+        {"threads", threads},
+        {"pinning", std::string(desc).substr(0, std::string(desc).find(';'))},
+        {"parallel", parallel},
+        {"prompt_tokens", prompt.size()},
+        {"gen_tokens", n_gen},
+        {"window", window},
+        {"reps", reps},
+        {"cache_type_k", args["cache-type-k"].as<std::string>()},
+        {"cache_type_v", args["cache-type-v"].as<std::string>()},
+        {"prompt_tokens_per_s", median(pp)},
+        {"gen_tokens_per_s", median(tg)},
+        {"gen_tokens_per_s_min", *std::min_element(tg.begin(), tg.end())},
+        {"gen_tokens_per_s_max", *std::max_element(tg.begin(), tg.end())},
+        {"ttft_ms", median(ttft)},
+        {"peak_rss_bytes", peak_rss_bytes()},
+        {"brisk_version", brisk_version()},
+        {"time", static_cast<long long>(std::time(nullptr))},
+    };
+    if (json) {
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      char range[64];
+      std::snprintf(range, sizeof range, "%.1f (%.1f-%.1f)", median(tg), j["gen_tokens_per_s_min"].get<double>(),
+                    j["gen_tokens_per_s_max"].get<double>());
+      std::printf("%-24s %-6s %3d %4d %8zu %14.1f %22s %9.1f %9.0f\n", model_name.substr(0, 24).c_str(), wtype,
+                  threads, parallel, prompt.size(), median(pp), range, median(ttft), peak_rss_bytes() / 1048576.0);
+    }
+    std::fflush(stdout);
+    if (args.count("compare")) {
+      const nlohmann::json* last = nullptr;
+      for (const auto& p : past)
+        if (p.value("model", "") == j["model"] && p.value("weight_type", "") == j["weight_type"] &&
+            p.value("threads", 0) == j["threads"] && p.value("parallel", 0) == j["parallel"] &&
+            p.value("prompt_tokens", 0) == j["prompt_tokens"] && p.value("gen_tokens", 0) == j["gen_tokens"] &&
+            p.value("cache_type_k", "") == j["cache_type_k"] && p.value("cache_type_v", "") == j["cache_type_v"])
+          last = &p;
+      if (!last) {
+        std::fprintf(stderr, "  compare: no earlier run of this configuration in %s\n", history.c_str());
+      } else {
+        auto pct = [](double now, double then) { return then > 0 ? (now / then - 1) * 100 : 0.0; };
+        std::fprintf(stderr, "  compare: prompt %+.1f%%, generation %+.1f%%, ttft %+.1f%% (vs %lld)\n",
+                     pct(median(pp), (*last)["prompt_tokens_per_s"].get<double>()),
+                     pct(median(tg), (*last)["gen_tokens_per_s"].get<double>()),
+                     pct(median(ttft), (*last)["ttft_ms"].get<double>()), (*last)["time"].get<long long>());
+      }
+    }
+    if (!args.count("no-history")) {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(history).parent_path(), ec);
+      std::ofstream out(history, std::ios::app);
+      if (out) out << j.dump() << "\n";
+    }
+  }
+  brisk_model_close(model);
+  return rc;
+}
+
+}  // namespace brisk::tools
