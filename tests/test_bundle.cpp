@@ -403,3 +403,23 @@ TEST_CASE("cli: convert, verify, pack and unpack exit codes and output", "[bundl
   CHECK(run("convert " + d + "/no-such-dir -o " + d + "/x.gguf") == 1);
   CHECK(run("convert") == 2);
 }
+
+TEST_CASE("manifest: brisk_quantize writes one, predicted size included; an input's manifest is replaced", "[bundle]") {
+  BRISK_TEST_FILE(dir, "models/stories260K-hf-f16");
+  BRISK_TEST_FILE(plain, "models/stories260K.gguf");
+  for (const std::string& in : {plain, converted_model()}) {
+    INFO(in);
+    const std::string out = (scratch_dir() / "quantized.gguf").string();
+    brisk_quantize_options o;
+    brisk_quantize_options_init(&o);
+    o.type = "q8_0";
+    o.n_threads = 2;
+    REQUIRE(brisk_quantize(in.c_str(), out.c_str(), &o) == BRISK_OK);
+    CHECK(verify(out).status == BRISK_OK);
+    gguf::File f(out), src(in);
+    auto m = bundle::read_manifest(f);
+    REQUIRE(m);
+    CHECK(m->tool.find("quantize") != std::string::npos);
+    CHECK(m->source_hash == bundle::hash_bytes(src.file_data(), src.file_size()));
+  }
+}

@@ -70,9 +70,7 @@ Hash128 metadata_hash(const uint8_t* header, uint64_t header_end, uint64_t skip)
 
 std::string tool_string(const std::string& command) { return std::string("brisk ") + BRISK_VERSION_STRING + " " + command; }
 
-void write_with_manifest(gguf::Writer& w, const std::string& path, const gguf::Writer::Producer& produce,
-                         const std::string& tool, const std::function<Hash128()>& source_hash) {
-  if (w.has_key(kKeyVersion)) fail(BRISK_ERR_INTERNAL, "write_with_manifest: the writer already has a manifest");
+void add_manifest_keys(gguf::Writer& w, const std::string& tool) {
   const std::string placeholder(kHashHexLen, '0');
   w.add_u32(kKeyVersion, kManifestVersion);
   w.add_string(kKeyAlgorithm, kAlgorithm);
@@ -80,6 +78,11 @@ void write_with_manifest(gguf::Writer& w, const std::string& path, const gguf::W
   w.add_string(kKeySourceHash, placeholder);
   w.add_string(kKeyMetadataHash, placeholder);
   w.add_strings(kKeyTensorHashes, std::vector<std::string>(w.n_tensors(), placeholder));
+}
+
+void write_with_manifest(gguf::Writer& w, const std::string& path, const gguf::Writer::Producer& produce,
+                         const std::string& tool, const std::function<Hash128()>& source_hash) {
+  if (!w.has_key(kKeyVersion)) add_manifest_keys(w, tool);
 
   std::vector<Hash128> hashes(w.n_tensors());
   Hasher hasher;

@@ -50,10 +50,15 @@ Hash128 metadata_hash(const uint8_t* header, uint64_t header_end, uint64_t skip_
 // "brisk 0.1.0 convert": who wrote a file, for brisk.manifest.tool.
 std::string tool_string(const std::string& command);
 
-// Writes `w` to `path` atomically with a manifest appended to its metadata.
-// source_hash is called once every tensor has been produced (a streaming
-// converter hashes its input as it reads it). `w` must not already hold
-// brisk.manifest.* keys.
+// Appends the manifest keys with placeholder hashes, one per tensor added
+// so far: call after the last add_tensor. Writers that predict their file
+// size call it on their prediction writer too (the keys' size is fixed).
+void add_manifest_keys(gguf::Writer& w, const std::string& tool);
+
+// Writes `w` to `path` atomically with a manifest appended to its metadata
+// (added here unless add_manifest_keys already did). source_hash is called
+// once every tensor has been produced (a streaming converter hashes its
+// input as it reads it).
 void write_with_manifest(gguf::Writer& w, const std::string& path, const gguf::Writer::Producer& produce,
                          const std::string& tool, const std::function<Hash128()>& source_hash);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "bundle/manifest.h"
 #include "core/error.h"
 #include "quant/quant.h"
 #include "threads/thread_pool.h"
@@ -15,14 +16,24 @@ namespace {
 bool redefined_key(const std::string& k) {
   return k == "general.quantization_version" || k == "general.file_type" || k == "general.alignment" ||
          k.rfind("brisk.recipe.", 0) == 0 || k.rfind("brisk.calibration.", 0) == 0 ||
-         k.rfind("quantize.imatrix.", 0) == 0;
+         k.rfind("quantize.imatrix.", 0) == 0 ||
+         k.rfind(bundle::kManifestPrefix, 0) == 0;  // conv: the output gets its own manifest
 }
 
+// ---- conv: every GGUF brisk writes carries a checksum manifest ----
+const std::string& manifest_tool() {
+  static const std::string tool = bundle::tool_string("quantize");
+  return tool;
+}
+
+// The tensors, then the manifest keys (their size is fixed, so the predicted
+// file size stays exact).
 void add_tensors(gguf::Writer& w, const std::vector<TensorPlan>& plan) {
   for (const TensorPlan& t : plan) {
     std::vector<int64_t> ne(t.ne, t.ne + std::max<uint32_t>(1, t.n_dims));
     w.add_tensor(t.name, t.type, ne);
   }
+  bundle::add_manifest_keys(w, manifest_tool());
 }
 
 // Source rows as floats: a view for F32, a converted copy otherwise.
@@ -122,7 +133,7 @@ QuantizeResult quantize_model(const std::string& in_path, const std::string& out
   ThreadPool pool(po);
   std::vector<float> fbuf;
   std::vector<uint8_t> out;
-  w.write(out_path, [&](size_t i, const gguf::Writer::Sink& sink) {
+  bundle::write_with_manifest(w, out_path, [&](size_t i, const gguf::Writer::Sink& sink) {
     const TensorPlan& tp = res.tensors[i];
     if (o.on_tensor && !o.on_tensor(i, res.tensors.size(), tp)) fail(BRISK_ERR_CANCELLED, "quantization cancelled");
     const gguf::TensorInfo& src = *in.find_tensor(tp.name);
@@ -140,7 +151,7 @@ QuantizeResult quantize_model(const std::string& in_path, const std::string& out
     }
     quantize_rows(tp.type, x, out.data(), rows, cols, imp, &pool);
     sink(out.data(), out.size());
-  });
+  }, manifest_tool(), [&] { return bundle::hash_bytes(in.file_data(), in.file_size()); });
   for (const TensorPlan& t : res.tensors) {
     res.tensor_bytes += t.bytes();
     res.n_elements += static_cast<uint64_t>(t.n_elements());
