@@ -195,7 +195,7 @@ void convert_hf(const std::string& dir_s, const std::string& out, const ConvertO
     for (const StTensor* t : m.sources) {
       const std::string head = t->name + "\n" + t->dtype + "\n" + t->shape_string() + "\n";
       h.update(head.data(), head.size());
-      h.update(t->data, static_cast<size_t>(t->end - t->begin));
+      hash_and_release(h, t->data, static_cast<size_t>(t->end - t->begin));
     }
     for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
                           "chat_template.jinja", "chat_template.json"})

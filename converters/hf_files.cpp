@@ -98,7 +98,10 @@ VocabData load_hf_directory_vocab(const fs::path& dir, int64_t n_vocab, std::opt
   if (!fs::exists(tj))
     fail(BRISK_ERR_NOT_FOUND, "no tokenizer.json in '" + dir.string() +
                                   "' (a SentencePiece tokenizer.model alone is not supported)");
-  VocabData v = load_hf_vocab(tj.string());
+  // load_hf_vocab reads JSON text when its argument starts with '{'.
+  std::string tj_path = tj.string();
+  if (tj_path[0] == '{') tj_path = "./" + tj_path;
+  VocabData v = load_hf_vocab(tj_path);
   auto tc = read_small_file(dir / "tokenizer_config.json");
   apply_hf_special_tokens(v, tc, read_small_file(dir / "generation_config.json"), config_bos, config_eos);
   if (v.chat_template.empty()) {

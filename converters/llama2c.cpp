@@ -172,8 +172,8 @@ void convert_llama2c(const std::string& model_path, const std::string& tok_path,
   }
   write_model(w, plan, want, out, bundle::tool_string("convert --from-llama2c"), [&] {
     bundle::Hasher h;
-    h.update(model.data(), model.size());
-    h.update(tok.data(), tok.size());
+    hash_and_release(h, model.data(), model.size());
+    hash_and_release(h, tok.data(), tok.size());
     return h.digest();
   }, job);
 }

@@ -6,6 +6,7 @@
 #include "bundle/manifest.h"
 #include "bundle/parallel.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "quant/quant.h"
 
 namespace brisk::convert {
@@ -47,6 +48,15 @@ int64_t permuted_row(int64_t r, int64_t rows, int64_t heads) {
   // head comes from HF row j*hd/2 + i.
   const int64_t hd = rows / heads, h = r / hd, w = r % hd;
   return h * hd + (w % 2) * (hd / 2) + w / 2;
+}
+
+void hash_and_release(bundle::Hasher& h, const uint8_t* p, size_t n) {
+  constexpr size_t kChunk = size_t(64) << 20;
+  for (size_t off = 0; off < n; off += kChunk) {
+    const size_t k = std::min(kChunk, n - off);
+    h.update(p + off, k);
+    release_pages(p + off, k);
+  }
 }
 
 namespace {
@@ -124,6 +134,7 @@ void write_model(gguf::Writer& w, const std::vector<PlannedTensor>& plan, Tensor
                            st.done += static_cast<uint64_t>(r1 - r0);
                          });
     done += in_rb * static_cast<uint64_t>(rows);
+    release_pages(t.src, in_rb * static_cast<size_t>(rows));
     sink(out.data(), out.size());
   };
   bundle::write_with_manifest(w, path, produce, tool, source_hash);

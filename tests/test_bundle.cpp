@@ -1,6 +1,9 @@
 // Checksum manifests and .brisk bundles: every flipped byte is found and
 // named; damaged or truncated bundles never leave an output file.
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <set>
 
 #include "bundle/hash.h"
@@ -315,4 +318,88 @@ TEST_CASE("bundle: hostile manifests are refused with a reason", "[bundle]") {
       CHECK(std::string(e.what()).find(needle) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("bundle: long-distance matching turns on where a tensor is stored twice, and pays", "[bundle]") {
+  // Random tensors A (4 MiB), B (2 MiB) and C = A: C repeats A 6 MiB back,
+  // beyond zstd level 3's 2 MiB window.
+  std::vector<uint32_t> a(1 << 20), b(1 << 19);
+  uint64_t x = 12345;
+  for (auto* v : {&a, &b})
+    for (uint32_t& w : *v) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      w = static_cast<uint32_t>(x >> 32);
+    }
+  gguf::Writer w;
+  w.add_string("general.architecture", "test");
+  w.add_tensor("a", TensorType::F32, {int64_t(a.size())});
+  w.add_tensor("b", TensorType::F32, {int64_t(b.size())});
+  w.add_tensor("c", TensorType::F32, {int64_t(a.size())});
+  const std::string model = (scratch_dir() / "dup.gguf").string();
+  bundle::write_with_manifest(w, model, [&](size_t i, const gguf::Writer::Sink& sink) {
+    const auto& v = i == 1 ? b : a;
+    sink(v.data(), v.size() * 4);
+  }, "test", nullptr);
+  auto pack = [&](int32_t long_distance) {
+    const std::string out = (scratch_dir() / "dup.brisk").string();
+    brisk_pack_options o = pack_options();
+    o.long_distance = long_distance;
+    REQUIRE(brisk_pack(model.c_str(), out.c_str(), &o) == BRISK_OK);
+    const std::string bytes = test::file_bytes(out);
+    uint64_t msize;
+    std::memcpy(&msize, bytes.data() + 16, 8);
+    return std::make_pair(bundle::BundleManifest::from_json(bytes.substr(40, msize)).long_distance, bytes.size());
+  };
+  const auto [on, small] = pack(-1);
+  const auto [off, large] = pack(0);
+  CHECK(on);
+  CHECK_FALSE(off);
+  const double model_size = static_cast<double>(test::file_bytes(model).size());
+  CHECK(small < 0.65 * model_size);
+  CHECK(large > 0.95 * model_size);
+  // Without a repeat, auto leaves it off.
+  BRISK_TEST_FILE(dir, "models/stories260K-hf-f16");
+  brisk_pack_options o = pack_options();
+  const std::string out = (scratch_dir() / "nodup.brisk").string();
+  REQUIRE(brisk_pack(converted_model().c_str(), out.c_str(), &o) == BRISK_OK);
+  const std::string bytes = test::file_bytes(out);
+  uint64_t msize;
+  std::memcpy(&msize, bytes.data() + 16, 8);
+  CHECK_FALSE(bundle::BundleManifest::from_json(bytes.substr(40, msize)).long_distance);
+}
+
+TEST_CASE("cli: convert, verify, pack and unpack exit codes and output", "[bundle]") {
+  const char* bin = std::getenv("BRISK_BIN");
+  if (!bin || !*bin) {
+    WARN("skipped: BRISK_BIN is not set (ctest sets it)");
+    return;
+  }
+  BRISK_TEST_FILE(model_bin, "models/stories260K.bin");
+  BRISK_TEST_FILE(tok, "models/tok512.bin");
+  BRISK_TEST_FILE(plain, "models/stories260K.gguf");
+  const std::string d = scratch_dir().string(), b = bin;
+  auto run = [&](const std::string& args, std::string* out = nullptr) {
+    const std::string cmd = b + " " + args + " > " + d + "/cli.out 2> " + d + "/cli.err";
+    const int rc = std::system(cmd.c_str());
+    if (out) *out = test::file_bytes(d + "/cli.out");
+    INFO(cmd << "\nstderr: " << test::file_bytes(d + "/cli.err"));
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  std::string out;
+  CHECK(run("convert --from-llama2c " + model_bin + " --tokenizer " + tok + " -o " + d + "/cli.gguf") == 0);
+  CHECK(run("verify " + d + "/cli.gguf", &out) == 0);
+  CHECK(out == "OK " + d + "/cli.gguf\n");
+  CHECK(run("verify " + plain, &out) == 1);
+  CHECK(out == "NO MANIFEST " + plain + "\n");
+  CHECK(run("pack " + d + "/cli.gguf -o " + d + "/cli.brisk --level 5") == 0);
+  CHECK(run("verify " + d + "/cli.brisk", &out) == 0);
+  CHECK(run("unpack " + d + "/cli.brisk -o " + d + "/cli2.gguf") == 0);
+  CHECK(test::file_bytes(d + "/cli2.gguf") == test::file_bytes(d + "/cli.gguf"));
+  std::string bytes = test::file_bytes(d + "/cli.gguf");
+  bytes[bytes.size() - 10] ^= 1;  // inside the last tensor, blk.4.ffn_norm.weight
+  test::write_bytes(d + "/cli.gguf", bytes);
+  CHECK(run("verify " + d + "/cli.gguf", &out) == 1);
+  CHECK(out.find("MISMATCH tensor 'blk.4.ffn_norm.weight'") == 0);
+  CHECK(run("convert " + d + "/no-such-dir -o " + d + "/x.gguf") == 1);
+  CHECK(run("convert") == 2);
 }

@@ -1,5 +1,7 @@
 // brisk verify: recompute a model's (or bundle's) checksums; --add-manifest
 // gives a GGUF without one a manifest.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <string>
@@ -66,7 +68,8 @@ int cmd_verify(int argc, char** argv) {
   uint64_t bytes = 0;
   const brisk_status st = brisk_verify(file.c_str(), &o, &bytes);
   const double dt = now_seconds() - t0;
-  if (st == BRISK_ERR_NOT_FOUND) {
+  // NOT_FOUND also means a missing file; only an existing one lacks a manifest.
+  if (st == BRISK_ERR_NOT_FOUND && ::access(file.c_str(), F_OK) == 0) {
     std::printf("NO MANIFEST %s\n", file.c_str());
     std::fprintf(stderr, "brisk verify: %s has no checksum manifest; add one with 'brisk verify --add-manifest %s'\n",
                  file.c_str(), file.c_str());

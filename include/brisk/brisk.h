@@ -475,7 +475,8 @@ typedef struct brisk_pack_options {
   uint32_t struct_size;
   int32_t level;         /* zstd level, 1..22. Default 3 */
   int32_t long_distance; /* zstd long-distance matching: -1 auto (default:
-                            when the file outgrows the level's window), 0 off, 1 on */
+                            only when some tensor's data is stored twice,
+                            farther apart than the level's window), 0 off, 1 on */
   uint32_t n_threads;    /* 0: all cores */
   brisk_progress_fn progress_fn;
   void *progress_user_data;

@@ -7,13 +7,14 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "bundle/manifest.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/gguf.h"
 
 namespace brisk::bundle {
@@ -21,8 +22,6 @@ namespace brisk::bundle {
 namespace {
 
 constexpr size_t kInChunk = size_t(4) << 20;
-// Decoder memory bound: 128 MiB windows, the largest pack() ever asks for.
-constexpr int kMaxWindowLog = 27;
 
 template <class T>
 void put(std::string& s, T v) {
@@ -31,9 +30,6 @@ void put(std::string& s, T v) {
 
 struct CCtxFree {
   void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-};
-struct DCtxFree {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 
 void zcheck(size_t r, const char* what) {
@@ -62,6 +58,20 @@ std::vector<Segment> layout(const gguf::File& f, const std::vector<Hash128>& ten
   }
   raw("padding", pos, f.file_size());
   return segs;
+}
+
+// How far back zstd must look to reach a repeat: over tensors of 64 KiB or
+// more whose data hash the same, the largest distance from the start of the
+// first copy to the end of a later one. 0 if no tensor is stored twice.
+uint64_t duplicate_span(const std::vector<Segment>& segs) {
+  std::map<std::pair<std::string, uint64_t>, uint64_t> first;  // (hash, size) -> offset
+  uint64_t span = 0;
+  for (const Segment& s : segs) {
+    if (s.size < (uint64_t(64) << 10) || s.name.rfind("tensor", 0) != 0) continue;
+    auto [it, fresh] = first.emplace(std::make_pair(s.hash.hex(), s.size), s.offset);
+    if (!fresh) span = std::max(span, s.offset + s.size - it->second);
+  }
+  return span;
 }
 
 }  // namespace
@@ -102,15 +112,20 @@ void pack(const std::string& in, const std::string& out, const PackOptions& o, c
   std::unique_ptr<ZSTD_CCtx, CCtxFree> cctx(ZSTD_createCCtx());
   if (!cctx) throw std::bad_alloc();
   zcheck(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, o.level), "level");
-  // Long-distance matching finds repeats farther back than the level's
-  // window (duplicated tensors, e.g. an untied output equal to the
-  // embeddings); it only matters once the file outgrows that window.
+  // Long-distance matching only pays where the file repeats itself farther
+  // back than the level's window: measured on a 2.2 GB F16 model of random
+  // normal weights it saved nothing and cost 50% more CPU. The tensor hashes
+  // say exactly when it pays: the same data stored twice (an untied output
+  // equal to the embeddings, a tensor copied into a second file section).
   const ZSTD_compressionParameters cp = ZSTD_getCParams(o.level, f.file_size(), 0);
-  m.long_distance = o.long_distance > 0 || (o.long_distance < 0 && f.file_size() > (uint64_t(1) << cp.windowLog));
+  const uint64_t span = duplicate_span(m.segments);
+  const uint64_t reach = o.long_distance > 0 ? f.file_size() : span;
+  m.long_distance = o.long_distance > 0 || (o.long_distance < 0 && span > (uint64_t(1) << cp.windowLog) &&
+                                            span <= (uint64_t(1) << kMaxWindowLog));
   m.level = o.level;
   if (m.long_distance) {
     int wlog = static_cast<int>(cp.windowLog);
-    while (wlog < kMaxWindowLog && (uint64_t(1) << wlog) < f.file_size()) ++wlog;
+    while (wlog < kMaxWindowLog && (uint64_t(1) << wlog) < reach) ++wlog;
     zcheck(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_enableLongDistanceMatching, 1), "long distance matching");
     zcheck(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_windowLog, wlog), "window log");
   }
@@ -143,6 +158,7 @@ void pack(const std::string& in, const std::string& out, const PackOptions& o, c
       zcheck(remaining, "compress");
       file.write(buf.data(), output.pos);
     } while (last ? remaining != 0 : input.pos < input.size);
+    release_pages(src + pos, n);  // compressed: keep resident memory small
     pos += n;
     job.report(0.3 + 0.7 * static_cast<double>(pos) / static_cast<double>(std::max<uint64_t>(size, 1)), "compressing");
     if (last) break;

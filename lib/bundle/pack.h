@@ -26,6 +26,9 @@ inline constexpr char kBundleMagic[8] = {'B', 'R', 'I', 'S', 'K', 'B', 'D', 'L'}
 inline constexpr uint32_t kBundleVersion = 1;
 inline constexpr size_t kBundleHeaderSize = 40;
 inline constexpr uint64_t kMaxManifestSize = uint64_t(64) << 20;
+// zstd window limit: pack() never asks for more, unpack refuses more (128 MiB
+// windows, what every zstd decoder accepts by default).
+inline constexpr int kMaxWindowLog = 27;
 
 // A contiguous byte range of the GGUF file and its XXH3-128.
 struct Segment {
@@ -51,7 +54,10 @@ struct BundleManifest {
 
 struct PackOptions {
   int level = 3;           // zstd level, 1..19 (ZSTD_maxCLevel() with ultra)
-  int long_distance = -1;  // -1: when the file is larger than the level's window; 0 off; 1 on
+  // zstd long-distance matching. -1: only when a tensor's data appears twice
+  // farther apart than the level's window (then the window grows to reach
+  // it, up to 128 MiB); 0 off; 1 on with a window covering the file (<= 128 MiB).
+  int long_distance = -1;
 };
 
 // Where a bundle's bytes come from: a file, or memory (tests and fuzzing).

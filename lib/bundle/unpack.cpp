@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -18,8 +19,6 @@
 namespace brisk::bundle {
 
 namespace {
-
-constexpr int kMaxWindowLog = 27;
 
 class FileSource : public ByteSource {
  public:
@@ -106,12 +105,12 @@ void check_embedded(const std::string& path, const BundleManifest& m, std::vecto
   }
   if (metadata_hash(f.file_data(), f.header_end(), em->metadata_hash_offset) != em->metadata_hash)
     problems.push_back({"metadata", "the unpacked header does not match its embedded metadata hash"});
+  std::map<uint64_t, const Segment*> at;  // segments by offset (they do not overlap)
+  for (const Segment& s : m.segments) at.emplace(s.offset, &s);
   for (size_t i = 0; i < f.tensors().size(); ++i) {
     const gguf::TensorInfo& t = f.tensors()[i];
-    const uint64_t begin = f.data_offset() + t.offset;
-    auto it = std::find_if(m.segments.begin(), m.segments.end(),
-                           [&](const Segment& s) { return s.offset == begin && s.size == t.n_bytes; });
-    if (it == m.segments.end() || it->hash != em->tensor_hashes[i])
+    auto it = at.find(f.data_offset() + t.offset);
+    if (it == at.end() || it->second->size != t.n_bytes || it->second->hash != em->tensor_hashes[i])
       problems.push_back({"tensor '" + t.name + "'", "embedded manifest and bundle manifest disagree"});
   }
 }

@@ -6,6 +6,7 @@
 #include "bundle/manifest.h"
 #include "bundle/parallel.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/writer.h"
 
 namespace brisk::bundle {
@@ -56,7 +57,7 @@ std::string VerifyResult::summary() const {
   return s;
 }
 
-std::vector<Hash128> hash_tensors(const gguf::File& f, const Job& job, uint64_t* bytes) {
+std::vector<Hash128> hash_tensors(const gguf::File& f, const Job& job, uint64_t* bytes, bool keep_mapped) {
   const auto& ts = f.tensors();
   // Largest first, so one big tensor does not start last and run alone.
   std::vector<size_t> order(ts.size());
@@ -71,6 +72,7 @@ std::vector<Hash128> hash_tensors(const gguf::File& f, const Job& job, uint64_t*
     for (uint64_t off = 0; off < t.n_bytes && !st.stop; off += kChunk) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, t.n_bytes - off));
       h.update(t.data + off, n);
+      if (!keep_mapped) release_pages(t.data + off, n);
       st.done += n;
     }
     out[order[k]] = h.digest();
@@ -79,7 +81,7 @@ std::vector<Hash128> hash_tensors(const gguf::File& f, const Job& job, uint64_t*
   return out;
 }
 
-VerifyResult verify_gguf(const gguf::File& f, const Job& job) {
+VerifyResult verify_gguf(const gguf::File& f, const Job& job, bool keep_mapped) {
   VerifyResult r;
   std::optional<Manifest> m;
   try {
@@ -96,7 +98,7 @@ VerifyResult verify_gguf(const gguf::File& f, const Job& job) {
   if (mh != m->metadata_hash)
     r.problems.push_back({"metadata", "header bytes [0, " + std::to_string(f.header_end()) + ") hash to " + mh.hex() +
                                           ", recorded " + m->metadata_hash.hex()});
-  r.tensor_hashes = hash_tensors(f, job, &r.bytes_hashed);
+  r.tensor_hashes = hash_tensors(f, job, &r.bytes_hashed, keep_mapped);
   const std::vector<Hash128>& got = r.tensor_hashes;
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] == m->tensor_hashes[i]) continue;
@@ -111,7 +113,7 @@ VerifyResult verify_gguf(const gguf::File& f, const Job& job) {
 }
 
 void verify_gguf_or_throw(const gguf::File& f, const Job& job) {
-  VerifyResult r = verify_gguf(f, job);
+  VerifyResult r = verify_gguf(f, job, /*keep_mapped=*/true);
   if (!r.has_manifest)
     fail(BRISK_ERR_NOT_FOUND, "'" + f.path() + "' has no brisk checksum manifest to verify against "
                                                "(add one with 'brisk verify --add-manifest')");

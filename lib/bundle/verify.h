@@ -29,16 +29,21 @@ struct VerifyResult {
 
 // XXH3-128 of every tensor's data, hashed on job.threads() threads (tensors
 // are shared out largest first). bytes (optional) receives the bytes hashed.
-std::vector<Hash128> hash_tensors(const gguf::File& file, const Job& job, uint64_t* bytes = nullptr);
+// Unless keep_mapped, pages are released once hashed (release_pages) so
+// checking a large file does not fill this process's resident memory; a
+// model about to run keeps them.
+std::vector<Hash128> hash_tensors(const gguf::File& file, const Job& job, uint64_t* bytes = nullptr,
+                                  bool keep_mapped = false);
 
 // Recomputes the manifest's checksums: the metadata hash, every tensor hash,
 // and that all padding between the header and the tensors is zero, so any
 // changed byte is found and named. A file without a manifest gives
 // has_manifest = false and no problems.
-VerifyResult verify_gguf(const gguf::File& file, const Job& job = {});
+VerifyResult verify_gguf(const gguf::File& file, const Job& job = {}, bool keep_mapped = false);
 
 // For brisk_model_open(verify=1): throws BRISK_ERR_CHECKSUM naming what
 // differs, BRISK_ERR_NOT_FOUND when there is no manifest to check against.
+// Keeps the pages mapped (the model is about to use them).
 void verify_gguf_or_throw(const gguf::File& file, const Job& job = {});
 
 // Rewrites `in` (atomically, to `out`; out may equal in) with a fresh

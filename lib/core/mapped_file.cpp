@@ -56,4 +56,12 @@ void MappedFile::prefetch(size_t offset, size_t len) const {
   ::madvise(const_cast<uint8_t*>(data_) + start, end - start, MADV_WILLNEED);
 }
 
+void release_pages(const void* p, size_t n) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // Only whole pages inside the range: its neighbours may still be in use.
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 }  // namespace brisk

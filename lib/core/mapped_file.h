@@ -26,4 +26,10 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Tells the kernel that [p, p + n) of a read-only mapping will not be read
+// again (MADV_DONTNEED on the whole pages inside the range), so streaming
+// through a large file keeps this process's resident memory small. The pages
+// stay in the page cache; reading them again just maps them back.
+void release_pages(const void* p, size_t n);
+
 }  // namespace brisk
