@@ -136,7 +136,7 @@ TEST_CASE("calibration: stop and resume give the statistics of an uninterrupted 
   CHECK(a.info.sources[0].calib_bytes + a.info.sources[0].heldout_bytes == a.info.sources[0].bytes);
 }
 
-TEST_CASE("calibration: budgeted quantization, recipe, report and the calibration-text guard", "[calibration]") {
+TEST_CASE("calibration: budgeted quantization writes recipe and report and guards the calibration text", "[calibration]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   BRISK_TEST_FILE(data, "data/splits/stories-calib.txt");
   const std::string stats = scratch("q.calib");
@@ -147,7 +147,7 @@ TEST_CASE("calibration: budgeted quantization, recipe, report and the calibratio
   o.type = "q4_0";
   o.calibration = stats.c_str();
   o.target_size = 300000;
-  o.sensitivity_tokens = 256;
+  o.sensitivity_tokens = 128;
   o.eval_max_chunks = 4;
   REQUIRE(brisk_quantize(model.c_str(), out.c_str(), &o) == BRISK_OK);
   CHECK(fs::file_size(out) <= 300000);
@@ -187,7 +187,7 @@ TEST_CASE("calibration: budgeted quantization, recipe, report and the calibratio
   CHECK(flagged["warnings"].size() >= 1);
 }
 
-TEST_CASE("compare: identical models agree; a 4-bit copy is compared token by token", "[calibration]") {
+TEST_CASE("compare: identical models agree and a 4-bit copy is compared token by token", "[calibration]") {
   BRISK_TEST_FILE(a_path, "models/stories260K.gguf");
   BRISK_TEST_FILE(b_path, "models/stories260K-q4_0.gguf");
   brisk_model *a = nullptr, *b = nullptr;
