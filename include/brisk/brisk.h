@@ -613,6 +613,13 @@ typedef struct brisk_ppl_options {
   int32_t scoring;     /* BRISK_PPL_SCORE_*. Default SECOND_HALF */
   int64_t max_chars;   /* only the first N UTF-8 characters of the text; < 0 (default): all */
   uint32_t n_threads;  /* 0: one per physical core */
+  /* Non-zero: with max_chunks, take evenly spaced chunks over the whole
+   * text instead of the first ones (a representative sample). Default 0. */
+  int32_t spread_chunks;
+  /* File of the base model's log-probabilities at the scored positions
+   * (float32): written when base_model is given, read in its place when
+   * base_model is NULL (as llama-perplexity --kl-divergence-base). NULL: none. */
+  const char *base_cache;
   brisk_progress_fn progress_fn; /* stage "ppl", units: chunks */
   void *progress_user_data;
   brisk_abort_fn abort_fn;
