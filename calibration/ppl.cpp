@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,60 @@ double quantile(const std::vector<float>& sorted, double p) {
 
 int argmax(const float* x, int n) { return static_cast<int>(std::max_element(x, x + n) - x); }
 
+// The cache file: a header naming exactly what was evaluated, then the base
+// model's log-probabilities (float32) of every scored position in order.
+struct CacheHeader {
+  char magic[8] = {'B', 'R', 'K', 'B', 'A', 'S', 'E', '1'};
+  uint32_t n_vocab = 0, n_chunks = 0, first = 0, n_ctx = 0;
+  uint64_t tokens_hash = 0;
+};
+
+uint64_t tokens_hash(const std::vector<std::vector<int32_t>>& chunks) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the token ids
+  for (const auto& c : chunks)
+    for (int32_t t : c)
+      for (int b = 0; b < 4; ++b) h = (h ^ ((static_cast<uint32_t>(t) >> (8 * b)) & 0xff)) * 1099511628211ull;
+  return h;
+}
+
+class BaseCache {
+ public:
+  BaseCache(const std::string& path, bool write, const CacheHeader& want) : path_(path), write_(write) {
+    f_ = std::fopen(write ? (path + ".tmp").c_str() : path.c_str(), write ? "wb" : "rb");
+    if (!f_) fail(write ? BRISK_ERR_IO : BRISK_ERR_NOT_FOUND, "cannot open base cache '" + path + "'");
+    CacheHeader h = want;
+    if (write) {
+      io(&h, sizeof h);
+    } else {
+      io(&h, sizeof h);
+      if (std::memcmp(h.magic, want.magic, 8) != 0 || h.n_vocab != want.n_vocab || h.n_chunks != want.n_chunks ||
+          h.first != want.first || h.n_ctx != want.n_ctx || h.tokens_hash != want.tokens_hash)
+        fail(BRISK_ERR_INVALID_ARGUMENT, "base cache '" + path + "' was made for other text, chunks or vocabulary");
+    }
+  }
+  ~BaseCache() {
+    if (f_) std::fclose(f_);
+    if (write_ && !done_) std::remove((path_ + ".tmp").c_str());
+  }
+  void io(void* p, size_t n) {
+    const size_t got = write_ ? std::fwrite(p, 1, n, f_) : std::fread(p, 1, n, f_);
+    if (got != n) fail(BRISK_ERR_IO, "base cache '" + path_ + "' is truncated or unwritable");
+  }
+  void commit() {
+    if (!write_) return;
+    if (std::fclose(f_) != 0) fail(BRISK_ERR_IO, "writing '" + path_ + "' failed");
+    f_ = nullptr;
+    if (std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) fail(BRISK_ERR_IO, "cannot rename to '" + path_ + "'");
+    done_ = true;
+  }
+
+ private:
+  std::string path_;
+  bool write_;
+  bool done_ = false;
+  FILE* f_ = nullptr;
+};
+
 }  // namespace
 
 PplResult perplexity_chunks(const Model& model, const Model* base, const std::vector<std::vector<int32_t>>& chunks,
@@ -41,7 +97,18 @@ PplResult perplexity_chunks(const Model& model, const Model* base, const std::ve
                                          std::to_string(base->config().n_vocab) + " vs " + std::to_string(n_vocab) + ")");
   PplResult r;
   r.n_ctx = o.n_ctx;
-  r.has_base = base != nullptr;
+  std::unique_ptr<BaseCache> cache;
+  if (!o.base_cache.empty()) {
+    CacheHeader h;
+    h.n_vocab = static_cast<uint32_t>(n_vocab);
+    h.n_chunks = static_cast<uint32_t>(chunks.size());
+    h.first = static_cast<uint32_t>(first);
+    h.n_ctx = static_cast<uint32_t>(o.n_ctx);
+    h.tokens_hash = tokens_hash(chunks);
+    cache = std::make_unique<BaseCache>(o.base_cache, base != nullptr, h);
+  }
+  const bool from_cache = cache && !base;
+  r.has_base = base != nullptr || from_cache;
   EvalOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.n_threads = o.n_threads;
@@ -61,6 +128,10 @@ PplResult perplexity_chunks(const Model& model, const Model* base, const std::ve
       const float* lb = ev_base->run(ch.data(), n);
       base_rows.assign(lb, lb + static_cast<size_t>(n) * n_vocab);
     }
+    if (from_cache) {
+      base_rows.resize(static_cast<size_t>(n) * n_vocab);
+      for (int j = first; j < n - 1; ++j) cache->io(base_rows.data() + static_cast<size_t>(j) * n_vocab, sizeof(float) * n_vocab);
+    }
     const float* logits = ev.run(ch.data(), n);
     double chunk_sum = 0;
     for (int j = first; j < n - 1; ++j) {
@@ -70,9 +141,11 @@ PplResult perplexity_chunks(const Model& model, const Model* base, const std::ve
       chunk_sum += nll;
       s_nll += nll;
       s_nll2 += nll * nll;
-      if (base) {
+      if (r.has_base) {
         const float* brow = base_rows.data() + static_cast<size_t>(j) * n_vocab;
+        // Cached rows are log-probabilities already (log_softmax is idempotent).
         log_softmax(brow, n_vocab, lpb.data());
+        if (cache && base) cache->io(lpb.data(), sizeof(float) * n_vocab);
         const double nb = -lpb[ch[j + 1]];
         s_b += nb;
         s_b2 += nb * nb;
@@ -95,9 +168,10 @@ PplResult perplexity_chunks(const Model& model, const Model* base, const std::ve
   r.n_chunks = static_cast<int>(chunks.size());
   const uint64_t n = r.n_scored;
   if (n == 0) fail(BRISK_ERR_INVALID_ARGUMENT, "the text is too short for one chunk of " + std::to_string(o.n_ctx) + " tokens");
+  if (cache) cache->commit();
   r.mean_nll = mean_err(s_nll, s_nll2, n);
   r.ppl = {std::exp(r.mean_nll.value), std::exp(r.mean_nll.value) * r.mean_nll.error};
-  if (base) {
+  if (r.has_base) {
     const ValueWithError b = mean_err(s_b, s_b2, n);
     r.base_ppl = {std::exp(b.value), std::exp(b.value) * b.error};
     r.kld = mean_err(s_kl, s_kl2, n);
@@ -146,7 +220,16 @@ PplResult perplexity(const Model& model, const Model* base, const std::string& f
       chunks.back().insert(chunks.back().end(), ids.begin() + s, ids.begin() + s + len);
     }
   }
-  if (o.max_chunks > 0 && chunks.size() > static_cast<size_t>(o.max_chunks)) chunks.resize(o.max_chunks);
+  if (o.max_chunks > 0 && chunks.size() > static_cast<size_t>(o.max_chunks)) {
+    if (o.spread_chunks) {
+      std::vector<std::vector<int32_t>> picked;
+      const size_t n = chunks.size(), k = static_cast<size_t>(o.max_chunks);
+      for (size_t i = 0; i < k; ++i) picked.push_back(std::move(chunks[(i * n + n / 2) / k]));
+      chunks = std::move(picked);
+    } else {
+      chunks.resize(o.max_chunks);
+    }
+  }
   const int first = o.scoring == ScoreMode::all ? 0 : o.n_ctx / 2;
   PplResult r = perplexity_chunks(model, base, chunks, first, o);
   r.n_text_tokens = n_text;
@@ -164,7 +247,8 @@ std::string ppl_json(const PplResult& r, const std::string& model_path, const st
                    {"chunking", o.chunking == ChunkMode::replace_bos ? "replace-bos" : "prepend-bos"},
                    {"score", o.scoring == ScoreMode::all ? "all" : "second-half"},
                    {"chars", o.max_chars},
-                   {"max_chunks", o.max_chunks}};
+                   {"max_chunks", o.max_chunks},
+                   {"spread_chunks", o.spread_chunks}};
   j["text_tokens"] = r.n_text_tokens;
   j["chunks"] = r.n_chunks;
   j["scored_tokens"] = r.n_scored;

@@ -23,6 +23,10 @@ enum class ScoreMode { second_half, all };
 struct PplOptions {
   int n_ctx = 256;
   int max_chunks = 0;  // 0: all
+  bool spread_chunks = false;  // with max_chunks: evenly spaced chunks instead of the first ones
+  // Base log-probabilities cache (like llama-perplexity --kl-divergence-base):
+  // written when a base model is given, read instead of running one when not.
+  std::string base_cache;
   ChunkMode chunking = ChunkMode::replace_bos;
   ScoreMode scoring = ScoreMode::second_half;
   int64_t max_chars = -1;  // < 0: whole text

@@ -193,15 +193,21 @@ brisk_status brisk_sequence_generate(brisk_sequence* s, const brisk_sampler_opti
   return guard([&] {
     require(s, "sequence");
     brisk::SamplerParams p = sampler_params(sampling);
-    s->gen = brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
+    // Validate everything before touching the sequence: a failed call leaves
+    // a running generation and its callback as they were.
+    const brisk_generate_options g =
+        brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
+    if (g.max_tokens < 0) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
+    if (!(p.repeat_penalty > 0) || p.temperature != p.temperature || p.top_p != p.top_p || p.min_p != p.min_p)
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "invalid sampler options (NaN, or repeat_penalty <= 0)");
     brisk::Sequence::TokenCallback cb;
-    if (s->gen.token_fn) {
-      const brisk_generate_options* g = &s->gen;
-      cb = [g](int32_t token, const std::string& text) {
-        return g->token_fn(g->token_user_data, token, text.c_str(), text.size()) == 0;
+    if (g.token_fn) {
+      cb = [fn = g.token_fn, ud = g.token_user_data](int32_t token, const std::string& text) {
+        return fn(ud, token, text.c_str(), text.size()) == 0;
       };
     }
-    s->seq->generate(p, s->gen.max_tokens, s->gen.stop_at_eos != 0, std::move(cb));
+    s->seq->generate(p, g.max_tokens, g.stop_at_eos != 0, std::move(cb));
+    s->gen = g;
   });
 }
 

@@ -52,6 +52,8 @@ brisk_status brisk_perplexity(const brisk_model* model, const brisk_model* base,
                                                           : brisk::calib::ChunkMode::replace_bos;
     p.scoring = o.scoring == BRISK_PPL_SCORE_ALL ? brisk::calib::ScoreMode::all : brisk::calib::ScoreMode::second_half;
     p.max_chars = o.max_chars;
+    p.spread_chunks = o.spread_chunks != 0;
+    if (o.base_cache) p.base_cache = o.base_cache;
     p.n_threads = static_cast<int>(o.n_threads);
     p.progress = [&o](uint64_t done, uint64_t total) {
       if (o.abort_fn && o.abort_fn(o.abort_user_data)) return false;
@@ -84,7 +86,7 @@ brisk_status brisk_perplexity(const brisk_model* model, const brisk_model* base,
       v["ln_ppl_ratio"] = r.ln_ppl_ratio.value;
       v["ln_ppl_ratio_error"] = r.ln_ppl_ratio.error;
     }
-    h->json = brisk::calib::ppl_json(r, model->model->file().path(), base ? base->model->file().path() : "", "", p);
+    h->json = brisk::calib::ppl_json(r, model->model->file().path(), base ? base->model->file().path() : p.base_cache, "", p);
     *out = h.release();
   });
 }

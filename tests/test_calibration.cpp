@@ -136,7 +136,7 @@ TEST_CASE("calibration: stop and resume give the statistics of an uninterrupted 
   CHECK(a.info.sources[0].calib_bytes + a.info.sources[0].heldout_bytes == a.info.sources[0].bytes);
 }
 
-TEST_CASE("calibration: budgeted quantization, recipe, report and the calibration-text guard", "[calibration]") {
+TEST_CASE("calibration: budgeted quantization writes recipe and report and guards the calibration text", "[calibration]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   BRISK_TEST_FILE(data, "data/splits/stories-calib.txt");
   const std::string stats = scratch("q.calib");
@@ -147,7 +147,7 @@ TEST_CASE("calibration: budgeted quantization, recipe, report and the calibratio
   o.type = "q4_0";
   o.calibration = stats.c_str();
   o.target_size = 300000;
-  o.sensitivity_tokens = 256;
+  o.sensitivity_tokens = 128;
   o.eval_max_chunks = 4;
   REQUIRE(brisk_quantize(model.c_str(), out.c_str(), &o) == BRISK_OK);
   CHECK(fs::file_size(out) <= 300000);
@@ -186,4 +186,44 @@ TEST_CASE("calibration: budgeted quantization, recipe, report and the calibratio
   const nlohmann::json flagged = nlohmann::json::parse(rj2);
   CHECK(flagged["evaluated_on_calibration_text"] == true);
   CHECK(flagged["warnings"].size() >= 1);
+}
+
+TEST_CASE("compare: identical models agree and a 4-bit copy is compared token by token", "[calibration]") {
+  BRISK_TEST_FILE(a_path, "models/stories260K.gguf");
+  BRISK_TEST_FILE(b_path, "models/stories260K-q4_0.gguf");
+  brisk_model *a = nullptr, *b = nullptr;
+  REQUIRE(brisk_model_open(a_path.c_str(), nullptr, &a) == BRISK_OK);
+  REQUIRE(brisk_model_open(b_path.c_str(), nullptr, &b) == BRISK_OK);
+  const char* prompts[] = {"Once upon a time", "The little dog"};
+  brisk_compare_options o;
+  brisk_compare_options_init(&o);
+  o.n_predict = 24;
+  brisk_compare_result* r = nullptr;
+  REQUIRE(brisk_compare(a, a, prompts, 2, &o, &r) == BRISK_OK);
+  double v = 0;
+  REQUIRE(brisk_compare_result_value(r, "identical_pct", &v) == BRISK_OK);
+  CHECK(v == 100.0);
+  brisk_compare_result_free(r);
+  REQUIRE(brisk_compare(a, b, prompts, 2, &o, &r) == BRISK_OK);
+  size_t need = 0;
+  CHECK(brisk_compare_result_json(r, nullptr, 0, &need) == BRISK_ERR_BUFFER_TOO_SMALL);
+  std::string js(need, '\0');
+  REQUIRE(brisk_compare_result_json(r, js.data(), js.size(), &need) == BRISK_OK);
+  js.resize(need - 1);
+  const nlohmann::json j = nlohmann::json::parse(js);
+  REQUIRE(j["prompts"].size() == 2);
+  for (const auto& p : j["prompts"]) {
+    if (p["identical"].get<bool>()) {
+      CHECK(p["first_divergence_token"] == -1);
+    } else {
+      const int k = p["first_divergence_token"].get<int>();
+      CHECK(k >= 0);
+      if (k < static_cast<int>(p["tokens_a"].size()) && k < static_cast<int>(p["tokens_b"].size()))
+        CHECK(p["tokens_a"][k] != p["tokens_b"][k]);
+      CHECK(p["first_divergence_char"].get<int>() >= 0);
+    }
+  }
+  brisk_compare_result_free(r);
+  brisk_model_close(b);
+  brisk_model_close(a);
 }

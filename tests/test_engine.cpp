@@ -192,3 +192,51 @@ TEST_CASE("engine: the memory planner refuses what does not fit", "[engine]") {
   brisk_engine_free(e);
   brisk_model_close(m);
 }
+
+namespace {
+struct Reentry {
+  brisk_sequence* self = nullptr;
+  brisk_engine* engine = nullptr;
+  brisk_status add_status = BRISK_OK, step_status = BRISK_OK;
+  int calls = 0;
+};
+int reenter(void* ud, int32_t, const char*, size_t) {
+  Reentry* r = static_cast<Reentry*>(ud);
+  int32_t t = 1;
+  r->add_status = brisk_sequence_add_tokens(r->self, &t, 1);
+  r->step_status = brisk_engine_step(r->engine, nullptr);
+  if (++r->calls == 3) brisk_sequence_free(r->self);  // deferred until the step returns
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("engine: changing the engine inside a callback is refused, freeing is deferred", "[engine]") {
+  BRISK_TEST_FILE(path, "models/stories260K.gguf");
+  brisk_model* m = nullptr;
+  REQUIRE(brisk_model_open(path.c_str(), nullptr, &m) == BRISK_OK);
+  brisk_engine_options eo;
+  brisk_engine_options_init(&eo);
+  eo.n_ctx = 64;
+  eo.n_seq_max = 2;
+  brisk_engine* e = nullptr;
+  REQUIRE(brisk_engine_create(m, &eo, &e) == BRISK_OK);
+  Reentry r;
+  r.engine = e;
+  REQUIRE(brisk_sequence_create(e, &r.self) == BRISK_OK);
+  int32_t bos = brisk_model_token_bos(m);
+  REQUIRE(brisk_sequence_add_tokens(r.self, &bos, 1) == BRISK_OK);
+  brisk_generate_options go;
+  brisk_generate_options_init(&go);
+  go.max_tokens = 10;
+  go.token_fn = reenter;
+  go.token_user_data = &r;
+  REQUIRE(brisk_sequence_generate(r.self, nullptr, &go) == BRISK_OK);
+  uint32_t active = 1;
+  for (int i = 0; i < 20 && active > 0; ++i) REQUIRE(brisk_engine_step(e, &active) == BRISK_OK);
+  CHECK(active == 0);
+  CHECK(r.calls == 3);
+  CHECK(r.add_status == BRISK_ERR_INVALID_ARGUMENT);
+  CHECK(r.step_status == BRISK_ERR_INVALID_ARGUMENT);
+  brisk_engine_free(e);
+  brisk_model_close(m);
+}

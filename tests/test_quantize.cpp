@@ -71,7 +71,7 @@ TEST_CASE("quantize: stories260K q8_0/q4_0/q4_1/f16 equal llama-quantize's files
   }
 }
 
-TEST_CASE("quantize: logstories q4_k_m equals llama-quantize's file, for any thread count", "[quantize]") {
+TEST_CASE("quantize: logstories q4_k_m equals llama-quantize file for any thread count", "[quantize]") {
   BRISK_TEST_FILE(src, "models/logstories/logstories-f32.gguf");
   BRISK_TEST_FILE(ref, "models/logstories/logstories-q4_k_m.gguf");
   const File theirs(ref);
@@ -86,7 +86,7 @@ TEST_CASE("quantize: logstories q4_k_m equals llama-quantize's file, for any thr
   require_same_tensors(two, theirs);
 }
 
-TEST_CASE("quantize: overrides by regex, first match wins; mixed-4-8 preset", "[quantize]") {
+TEST_CASE("quantize: regex overrides (first match wins) and the mixed-4-8 preset", "[quantize]") {
   BRISK_TEST_FILE(src, "models/stories260K.gguf");
   const File f(quantize_to(src, "q4_0", {"attn_q=q8_0", "attn_.*=q4_1", "attn_q=f16"}));
   CHECK(f.find_tensor("blk.1.attn_q.weight")->type == brisk::TensorType::Q8_0);

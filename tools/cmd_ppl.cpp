@@ -49,6 +49,9 @@ int cmd_ppl(int argc, char** argv) {
     ("base", "base model for KL divergence (e.g. the F32 original)", cxxopts::value<std::string>())
     ("c,ctx-size", "tokens per chunk (0 = min(training context, 512))", cxxopts::value<int>()->default_value("0"))
     ("chunks", "at most this many chunks (0 = all)", cxxopts::value<int>()->default_value("0"))
+    ("spread", "with --chunks: evenly spaced chunks over the whole text, not the first ones")
+    ("base-cache", "base log-probabilities file: written with --base, used instead of a base model without",
+     cxxopts::value<std::string>())
     ("chunking", "replace (llama-perplexity) or prepend", cxxopts::value<std::string>()->default_value("replace"))
     ("score", "second-half (llama-perplexity) or all", cxxopts::value<std::string>()->default_value("second-half"))
     ("chars", "use only the first N characters of the file", cxxopts::value<long long>()->default_value("-1"))
@@ -95,6 +98,12 @@ int cmd_ppl(int argc, char** argv) {
   o.scoring = score == "all" ? BRISK_PPL_SCORE_ALL : BRISK_PPL_SCORE_SECOND_HALF;
   o.max_chars = args["chars"].as<long long>();
   o.n_threads = static_cast<uint32_t>(args["threads"].as<int>());
+  o.spread_chunks = args.count("spread") ? 1 : 0;
+  std::string base_cache;
+  if (args.count("base-cache")) {
+    base_cache = args["base-cache"].as<std::string>();
+    o.base_cache = base_cache.c_str();
+  }
   ProgressLine progress("ppl");
   o.progress_fn = on_progress;
   o.progress_user_data = &progress;
@@ -117,7 +126,8 @@ int cmd_ppl(int argc, char** argv) {
     std::printf("chunks %.0f, scored tokens %.0f (text %.0f tokens), %.1f s\n", val(r, "chunks"),
                 val(r, "scored_tokens"), val(r, "text_tokens"), now_seconds() - t0);
     std::printf("PPL = %.6f +/- %.5f   (mean NLL %.6f)\n", val(r, "ppl"), val(r, "ppl_error"), val(r, "mean_nll"));
-    if (base) {
+    double has_base = 0;
+    if (brisk_ppl_result_value(r, "base_ppl", &has_base) == BRISK_OK) {
       std::printf("base PPL          %.6f +/- %.5f\n", val(r, "base_ppl"), val(r, "base_ppl_error"));
       std::printf("PPL - base PPL    %.6f +/- %.6f\n", val(r, "delta_ppl"), val(r, "delta_ppl_error"));
       std::printf("mean ln(PPL/base) %.6f +/- %.6f\n", val(r, "ln_ppl_ratio"), val(r, "ln_ppl_ratio_error"));

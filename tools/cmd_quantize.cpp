@@ -28,6 +28,7 @@ struct Row {
 struct State {
   std::vector<Row> rows;
   bool quiet = false;
+  ProgressLine sensitivity{"sensitivity"}, ppl{"evaluating"};
 };
 
 void on_tensor(void* ud, const char* name, int32_t src, int32_t type, uint64_t n, uint64_t bytes, const char* why) {
@@ -44,8 +45,9 @@ int on_progress(void* ud, const char* stage, uint64_t done, uint64_t total, cons
                    static_cast<unsigned long long>(total), detail, type_name(r.src), type_name(r.type));
     }
   } else {
-    std::fprintf(stderr, "%s: %llu/%llu %s\n", stage, static_cast<unsigned long long>(done),
-                 static_cast<unsigned long long>(total), detail);
+    ProgressLine& p = std::string(stage) == "sensitivity" ? s->sensitivity : s->ppl;
+    p.update(done, total, detail);
+    if (done == total) p.finish();
   }
   return g_interrupted;
 }

@@ -14,7 +14,16 @@
  *    failure on the calling thread. Handles come back through out-parameters.
  *  - Caller buffers use (buf, cap, size_t *needed): *needed is always set to
  *    the full size; when cap is too small the call returns
- *    BRISK_ERR_BUFFER_TOO_SMALL and writes nothing past cap.
+ *    BRISK_ERR_BUFFER_TOO_SMALL and writes nothing past cap. Arrays count
+ *    elements; text is NUL-terminated and *needed includes the NUL.
+ *  - Strings passed in options are copied during the call; the caller may
+ *    free them afterwards.
+ *  - Callbacks run on the calling thread, inside the call that triggers them.
+ *    Inside a token callback, only read-only calls (state, position,
+ *    generated tokens, model and tokenizer calls) are allowed on the same
+ *    engine or session; changing it there returns BRISK_ERR_INVALID_ARGUMENT.
+ *    Text given to token callbacks is always valid UTF-8 (invalid bytes come
+ *    as U+FFFD); brisk_detokenize and brisk_token_to_piece give raw bytes.
  *  - No global mutable state: callbacks are per handle with a user_data pointer.
  *  - Enums only grow; calls are deprecated, never renamed.
  *
@@ -117,7 +126,8 @@ typedef struct brisk_model_options {
   /* Messages from loading (warnings, what was repacked). NULL: silent. */
   brisk_log_fn log_fn;
   void *log_user_data;
-  /* Minimum level passed to log_fn. Default BRISK_LOG_WARN. */
+  /* Most verbose level passed to log_fn (ERROR=0 ... DEBUG=3); log_fn is
+   * called only during brisk_model_open. Default BRISK_LOG_WARN. */
   brisk_log_level log_level;
   /* Non-zero: open for tokenizing only; tensors are not checked or bound.
    * Also the automatic fallback is never taken: a model with no tensors
@@ -358,7 +368,9 @@ BRISK_API brisk_status brisk_sequence_add_tokens(brisk_sequence *sequence, const
 BRISK_API brisk_status brisk_sequence_add_text(brisk_sequence *sequence, const char *text, size_t len,
                                                uint32_t flags);
 /* After the queued tokens, generate with these settings (options may be NULL
- * for defaults); tokens are reported through options->token_fn during steps. */
+ * for defaults); tokens are reported through options->token_fn during steps,
+ * except that a sequence whose tokens are all evaluated already (an idle one,
+ * or a fork) samples its first token inside this call. */
 BRISK_API brisk_status brisk_sequence_generate(brisk_sequence *sequence, const brisk_sampler_options *sampling,
                                                const brisk_generate_options *options);
 BRISK_API brisk_sequence_state brisk_sequence_get_state(const brisk_sequence *sequence);
@@ -601,6 +613,13 @@ typedef struct brisk_ppl_options {
   int32_t scoring;     /* BRISK_PPL_SCORE_*. Default SECOND_HALF */
   int64_t max_chars;   /* only the first N UTF-8 characters of the text; < 0 (default): all */
   uint32_t n_threads;  /* 0: one per physical core */
+  /* Non-zero: with max_chunks, take evenly spaced chunks over the whole
+   * text instead of the first ones (a representative sample). Default 0. */
+  int32_t spread_chunks;
+  /* File of the base model's log-probabilities at the scored positions
+   * (float32): written when base_model is given, read in its place when
+   * base_model is NULL (as llama-perplexity --kl-divergence-base). NULL: none. */
+  const char *base_cache;
   brisk_progress_fn progress_fn; /* stage "ppl", units: chunks */
   void *progress_user_data;
   brisk_abort_fn abort_fn;

@@ -55,6 +55,7 @@ ThreadPoolOptions pool_options(const EngineOptions& o) {
 // ---- Sequence ------------------------------------------------------------
 
 void Sequence::add_tokens(const int32_t* tokens, size_t n) {
+  engine_->check_not_in_step("adding tokens");
   if (state_ == SeqState::finished)
     fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has finished; create a new one");
   const int n_vocab = engine_->model_.config().n_vocab;
@@ -71,6 +72,7 @@ void Sequence::add_tokens(const int32_t* tokens, size_t n) {
 }
 
 void Sequence::generate(const SamplerParams& sampling, int max_tokens, bool stop_at_eos, TokenCallback on_token) {
+  engine_->check_not_in_step("starting a generation");
   if (state_ == SeqState::finished)
     fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has finished; create a new one");
   if (max_tokens < 0) fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
@@ -106,6 +108,7 @@ void Sequence::finish(StopReason r) {
 
 // The sequence's queued tokens are all evaluated; these are the logits after the last.
 void Sequence::on_logits(const float* logits, int n_vocab) {
+  if (state_ == SeqState::finished) return;  // freed by a callback earlier in this step
   if (logits != logits_.data()) logits_.assign(logits, logits + n_vocab);
   if (!want_generate_) {
     state_ = SeqState::idle;
@@ -147,7 +150,13 @@ Engine::Engine(const Model& model, const EngineOptions& options)
 
 Engine::~Engine() = default;
 
+void Engine::check_not_in_step(const char* what) const {
+  if (in_step_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, std::string(what) + " is not allowed inside a token callback of the same engine");
+}
+
 Sequence* Engine::create_sequence() {
+  check_not_in_step("creating a sequence");
   for (size_t i = 0; i < slot_owner_.size(); ++i) {
     if (slot_owner_[i]) continue;
     seqs_.push_back(std::unique_ptr<Sequence>(new Sequence(*this, static_cast<int>(i))));
@@ -159,6 +168,7 @@ Sequence* Engine::create_sequence() {
 }
 
 Sequence* Engine::fork(const Sequence& src) {
+  check_not_in_step("forking a sequence");
   if (src.engine_ != this) fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence belongs to another engine");
   if (src.state_ == SeqState::finished || src.slot_ < 0)
     fail(BRISK_ERR_INVALID_ARGUMENT, "cannot fork a finished sequence (its cache is gone)");
@@ -179,6 +189,13 @@ void Engine::free_slot(Sequence& s) {
 
 void Engine::release(Sequence* seq) {
   if (!seq) return;
+  if (in_step_) {
+    // The step still holds pointers to it: silence it now, free it after.
+    seq->on_token_ = nullptr;
+    if (seq->state_ != SeqState::finished) seq->finish(StopReason::callback);
+    deferred_release_.push_back(seq);
+    return;
+  }
   free_slot(*seq);
   for (size_t i = 0; i < seqs_.size(); ++i) {
     if (seqs_[i].get() == seq) {
@@ -196,6 +213,7 @@ int Engine::n_active() const {
 }
 
 int Engine::step() {
+  check_not_in_step("stepping");
   batch_.clear();
   batch_seq_.clear();
   const int budget = fwd_.max_tokens();
@@ -237,6 +255,16 @@ int Engine::step() {
   // callback may finish it, which frees its slot but not the object).
   int row = 0;
   const int n_vocab = model_.config().n_vocab;
+  in_step_ = true;
+  struct Leave {
+    Engine& e;
+    ~Leave() {
+      e.in_step_ = false;
+      std::vector<Sequence*> dead;
+      dead.swap(e.deferred_release_);
+      for (Sequence* s : dead) e.release(s);
+    }
+  } leave{*this};
   for (int i = 0; i < batch_.size(); ++i) {
     Sequence& s = *batch_seq_[static_cast<size_t>(i)];
     s.context_.push_back(batch_.tokens[static_cast<size_t>(i)]);

@@ -143,6 +143,9 @@ class Engine {
   void free_slot(Sequence& s);
   std::vector<Sequence*> batch_seq_;              // the sequence each batch token belongs to
   int last_step_tokens_ = 0;
+  bool in_step_ = false;                    // callbacks are running
+  std::vector<Sequence*> deferred_release_;  // freed inside a callback
+  void check_not_in_step(const char* what) const;
   size_t prefill_cursor_ = 0;  // round-robin start for prompt chunks (fairness)
 };
 

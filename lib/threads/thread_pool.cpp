@@ -120,6 +120,11 @@ int physical_core_count() {
 }
 
 struct ThreadPool::Impl {
+  // The constructing thread's CPU mask before the pool pinned it: given back
+  // when the pool goes away, so a library user's thread does not stay pinned.
+  pthread_t owner{};
+  cpu_set_t owner_mask{};
+  bool restore_owner = false;
   // Job line: written by the caller once per run, read by every thread.
   alignas(64) std::atomic<uint32_t> generation{0};  // idle workers' futex word
   std::atomic<uint64_t> work{0};                    // generation << 32 | unclaimed tasks
@@ -287,6 +292,8 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
   const bool shared_cpus = n > topo.n_cpus || static_cast<int>(distinct.size()) < pinned_wanted;
   p.spin_ns = shared_cpus ? kShortSpinNs : kSpinNs;
 
+  p.owner = pthread_self();
+  p.restore_owner = pthread_getaffinity_np(p.owner, sizeof(p.owner_mask), &p.owner_mask) == 0;
   try_pin(0, pthread_self());
   try {
     p.workers.reserve(n - 1);
@@ -333,6 +340,8 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
 
 ThreadPool::~ThreadPool() {
   impl_->shutdown();
+  if (impl_->restore_owner && pthread_equal(impl_->owner, pthread_self()))
+    pthread_setaffinity_np(impl_->owner, sizeof(impl_->owner_mask), &impl_->owner_mask);
   delete impl_;
 }
 

@@ -10,9 +10,9 @@
 //    run(). run() is not reentrant: a task must not call run() on its pool,
 //    and two threads must not call run() at the same time.
 //  - With pin=true the constructing thread is pinned too (it is thread 0,
-//    the first core or cpu_list[0]) and stays pinned after the pool is gone:
-//    nothing is restored. If another thread calls run(), it is thread 0
-//    but unpinned.
+//    the first core or cpu_list[0]); its previous CPU mask is given back when
+//    the pool is destroyed on that same thread. If another thread calls
+//    run(), it is thread 0 but unpinned.
 //  - Tasks should not throw (the engine's kernels are noexcept). If one does,
 //    no exception escapes a worker thread: the tasks not yet started are
 //    skipped, and run() rethrows the first exception on the calling thread
