@@ -181,7 +181,12 @@ void write_synthetic_model(const SyntheticShape& s, TensorType type, uint64_t se
       pool.emplace_back([&, th] {
         std::vector<float> row(static_cast<size_t>(sp.cols));
         for (int64_t r = th; r < sp.rows; r += threads) {
-          Rng rng{seed ^ (static_cast<uint64_t>(i) << 40) ^ static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull};
+          // Each row's stream starts from a hash of (seed, tensor, row): a plain
+          // XOR of them made rows shifted copies of each other.
+          Rng mix{seed};
+          mix.s ^= mix.next() + static_cast<uint64_t>(i);
+          mix.s ^= mix.next() + static_cast<uint64_t>(r);
+          Rng rng{mix.next()};
           for (float& x : row) x = rng.normal() * sp.std;
           quant::quantize_row(t, row.data(), out.data() + static_cast<size_t>(r) * rb, sp.cols);
         }
