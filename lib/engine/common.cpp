@@ -21,6 +21,12 @@ int resolve_context(const Model& m, int n_ctx) {
   return n_ctx;
 }
 
+std::string generated_piece(const Tokenizer& tok, int32_t prev, int32_t token) {
+  std::string piece = tok.token_to_piece(token);
+  if (prev == tok.bos() && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+  return piece;
+}
+
 const Model& require_weights(const Model& m) {
   if (m.vocab_only()) fail(BRISK_ERR_INVALID_ARGUMENT, "the model was opened for tokenizing only");
   return m;

@@ -1,5 +1,7 @@
 // Pieces shared by Session (one sequence) and Engine (many).
 #pragma once
+#include <string>
+
 #include "core/tensor_type.h"
 #include "model/model.h"
 
@@ -14,6 +16,11 @@ TensorType default_cache_type(const Model& model);
 
 // n_ctx 0 means the model's training context, at most 4096.
 int resolve_context(const Model& model, int n_ctx);
+
+// The text a generated token adds after `prev`: right after BOS, the space
+// SentencePiece put before the first word is not part of the text (as run.c
+// and llama.cpp print it).
+std::string generated_piece(const Tokenizer& tok, int32_t prev, int32_t token);
 
 // The model, checked to have weights (not opened for tokenizing only).
 const Model& require_weights(const Model& model);

@@ -120,12 +120,7 @@ void Sequence::on_logits(const float* logits, int n_vocab) {
   if (stop_at_eos_ && tok.is_eog(t)) return finish(StopReason::eos);
   sampler_->accept(t);
   generated_.push_back(t);
-  std::string piece = tok.token_to_piece(t);
-  // Right after BOS, the space SentencePiece put before the first word is not text.
-  if (!context_.empty() && context_.back() == tok.bos() && tok.adds_space_prefix() && !piece.empty() &&
-      piece[0] == ' ')
-    piece.erase(0, 1);
-  std::string text = utf8_.push(piece);
+  std::string text = utf8_.push(generated_piece(tok, context_.empty() ? -1 : context_.back(), t));
   if (on_token_ && !on_token_(t, text)) return finish(StopReason::callback);
   if (static_cast<int>(generated_.size()) >= max_tokens_) return finish(StopReason::max_tokens);
   if (pos_ >= engine_->n_ctx_) return finish(StopReason::context_full);

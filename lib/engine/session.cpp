@@ -95,12 +95,7 @@ StopReason Session::generate(Sampler& sampler, int max_tokens, bool stop_at_eos,
     }
     sampler.accept(t);
     ++count;
-    std::string piece = tok.token_to_piece(t);
-    // Right after BOS, the space SentencePiece put in front of the first word
-    // is not part of the text (as run.c and llama.cpp print it).
-    if (last_token_ == tok.bos() && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ')
-      piece.erase(0, 1);
-    std::string text = utf8.push(piece);
+    std::string text = utf8.push(generated_piece(tok, last_token_, t));
     if (on_token && !on_token(t, text)) return finish(StopReason::callback);
     if (pos_ >= n_ctx_) return finish(StopReason::context_full);
     eval(&t, 1);

@@ -168,14 +168,16 @@ float dot_q4_1_q8_1(int64_t k, const void* w, const void* act) {
   return sum;
 }
 
-// Q4_K/Q5_K weights are d*sc_j*q - dmin*m_j per sub-block j of 32.
-float dot_q4_k_q8_k(int64_t k, const void* w, const void* act) {
-  const auto* x = static_cast<const BlockQ4_K*>(w);
+// Q4_K/Q5_K weights are d*sc_j*q - dmin*m_j per sub-block j of 32; the two
+// differ only in how a block unpacks.
+template <class Block, void (*Unpack)(const Block&, LevelsK*)>
+float dot_k_with_mins(int64_t k, const void* w, const void* act) {
+  const auto* x = static_cast<const Block*>(w);
   const auto* a = static_cast<const BlockQ8_K*>(act);
   float sum = 0;
   LevelsK u;
   for (int64_t b = 0; b < k / QK_K; ++b) {
-    unpack_q4_k(x[b], &u);
+    Unpack(x[b], &u);
     const int32_t qsum = scaled_level_dot(u, a[b].qs, 32);
     const int32_t msum = min_dot(u, a[b]);
     sum += fp16_to_f32(x[b].d) * a[b].d * static_cast<float>(qsum) -
@@ -184,19 +186,12 @@ float dot_q4_k_q8_k(int64_t k, const void* w, const void* act) {
   return sum;
 }
 
+float dot_q4_k_q8_k(int64_t k, const void* w, const void* act) {
+  return dot_k_with_mins<BlockQ4_K, unpack_q4_k>(k, w, act);
+}
+
 float dot_q5_k_q8_k(int64_t k, const void* w, const void* act) {
-  const auto* x = static_cast<const BlockQ5_K*>(w);
-  const auto* a = static_cast<const BlockQ8_K*>(act);
-  float sum = 0;
-  LevelsK u;
-  for (int64_t b = 0; b < k / QK_K; ++b) {
-    unpack_q5_k(x[b], &u);
-    const int32_t qsum = scaled_level_dot(u, a[b].qs, 32);
-    const int32_t msum = min_dot(u, a[b]);
-    sum += fp16_to_f32(x[b].d) * a[b].d * static_cast<float>(qsum) -
-           fp16_to_f32(x[b].dmin) * a[b].d * static_cast<float>(msum);
-  }
-  return sum;
+  return dot_k_with_mins<BlockQ5_K, unpack_q5_k>(k, w, act);
 }
 
 // Q6_K weights are d*sc_j*(q-32) per sub-block j of 16, sc_j signed.
