@@ -136,6 +136,7 @@ std::vector<TensorSensitivity> measure_sensitivity(const Model& source, const st
           m->type = c.type;
           m->row_bytes = row_bytes(c.type, cols);
           m->data = qbuf[k].data();
+          m->packed = false;
         }
         const double kl = sample_kld(ev, o.sample_chunks, base_lp);
         for (size_t i = 0; i < ms.size(); ++i) *ms[i] = saved[i];

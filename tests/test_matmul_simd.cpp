@@ -16,6 +16,7 @@
 #include "core/fp16.h"
 #include "core/tensor_type.h"
 #include "kernels/matmul.h"
+#include "kernels/packed.h"
 #include "quant/blocks.h"
 
 using namespace brisk;
@@ -455,6 +456,115 @@ TEST_CASE("simd gemm: all-zero weights and activations give exact zeros", "[simd
       for (int c = 0; c < 3; ++c) kern->quantize_act(x.data(), act.data() + c * row_bytes(kern->act_type, k), k);
       kern->gemm(k, w.data(), row_bytes(t, k), 5, act.data(), row_bytes(kern->act_type, k), 3, out.data(), 5);
       for (float v : out) REQUIRE(v == 0.0f);
+    }
+  }
+}
+
+// ---- packed layout (kernels/packed.h) ----
+
+namespace {
+
+// Packs row-major rows into 16-row groups.
+std::vector<uint8_t> pack_matrix(TensorType t, const uint8_t* w, size_t w_stride, int nrows, int64_t k) {
+  const size_t gb = packed_group_bytes(t, k);
+  const int ng = (nrows + kPackRows - 1) / kPackRows;
+  std::vector<uint8_t> p(gb * ng + 64, 0xCD);
+  for (int g = 0; g < ng; ++g)
+    pack_row_group(t, w + static_cast<size_t>(g) * kPackRows * w_stride, w_stride,
+                   std::min(kPackRows, nrows - g * kPackRows), k, p.data() + gb * g);
+  return p;
+}
+
+// A packed kernel against the row-major scalar kernel and the double
+// reference on the same (unpacked) rows and activations.
+void check_packed(const MatmulKernel& kern, TensorType t, Gen& g, int64_t k, int nrows, int ncols, bool edge) {
+  const size_t rb = row_bytes(t, k);
+  std::vector<uint8_t> w(rb * nrows + 64);
+  for (int r = 0; r < nrows; ++r) fill_row(g, t, w.data() + r * rb, k, edge, edge && r % 2 == 1);
+  const std::vector<uint8_t> p = pack_matrix(t, w.data(), rb, nrows, k);
+
+  const size_t ab = act_column_bytes(kern, k) + (edge ? 4 : 0);
+  std::vector<uint8_t> act(ab * ncols + 64, 0xEE);
+  std::vector<float> x(k);
+  for (int c = 0; c < ncols; ++c) {
+    fill_act(g, x.data(), k, edge);
+    kern.quantize_act(x.data(), act.data() + c * ab, k);
+  }
+  const size_t out_stride = nrows + 3;
+  const float sentinel = -12345.0f;
+  std::vector<float> out(out_stride * ncols, sentinel);
+  kern.gemm(k, p.data(), packed_group_bytes(t, k), nrows, act.data(), ab, ncols, out.data(), out_stride);
+  for (int c = 0; c < ncols; ++c) {
+    for (int r = 0; r < nrows; ++r) {
+      double exp, tol;
+      ref_dot(t, TensorType::Q8_0, w.data() + r * rb, act.data() + c * ab, k, &exp, &tol);
+      INFO("k=" << k << " rows=" << nrows << " cols=" << ncols << " r=" << r << " c=" << c << " edge=" << edge);
+      REQUIRE(std::fabs(out[c * out_stride + r] - exp) <= tol + std::fabs(exp) * 2e-7);
+    }
+    for (size_t r = nrows; r < out_stride; ++r) REQUIRE(out[c * out_stride + r] == sentinel);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("packed layout: pack then unpack gives the rows back", "[simd][packed]") {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
+    REQUIRE(packable(t));
+    Gen g(11);
+    for (int64_t k : {32, 64, 96, 2048}) {
+      for (int nrows : {1, 15, 16}) {
+        const size_t rb = row_bytes(t, k);
+        std::vector<uint8_t> w(rb * nrows), back(rb * nrows, 0);
+        for (int r = 0; r < nrows; ++r) fill_row(g, t, w.data() + r * rb, k, true, r == 3);
+        std::vector<uint8_t> grp(packed_group_bytes(t, k));
+        pack_row_group(t, w.data(), rb, nrows, k, grp.data());
+        unpack_row_group(t, grp.data(), nrows, k, back.data(), rb);
+        INFO(type_name(t) << " k=" << k << " rows=" << nrows);
+        REQUIRE(back == w);
+      }
+    }
+    // An even block count packs into exactly the row-major size.
+    REQUIRE(packed_group_bytes(t, 2048) == row_bytes(t, 2048) * kPackRows);
+  }
+  REQUIRE_FALSE(packable(TensorType::Q4_K));
+}
+
+TEST_CASE("packed gemm (scalar and simd) matches the reference", "[simd][packed]") {
+  const int rows[] = {1, 5, 16, 17, 33, 48};
+  const int cols[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 33, 40};
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
+    for (Isa isa : {Isa::scalar, Isa::avx512}) {
+      const MatmulKernel* kern = packed_matmul_kernel_for(t, isa);
+      if (!isa_supported(isa)) {
+        WARN("skipped: CPU lacks " << isa_name(isa));
+        continue;
+      }
+      INFO(label(t, isa));
+      REQUIRE(kern != nullptr);
+      REQUIRE(kern->packed);
+      // The "Q8_0 with sums" activations: Q8_0 bytes identical to the
+      // row-major kernels' and to the scalar packed kernel's.
+      const MatmulKernel* plain = matmul_kernel_for(t, Isa::scalar);
+      const MatmulKernel* ref = packed_matmul_kernel_for(t, Isa::scalar);
+      Gen ga(5);
+      for (int64_t k : {32, 96, 2048}) {
+        std::vector<float> x(k);
+        fill_act(ga, x.data(), k, k == 2048);
+        std::vector<uint8_t> a(act_column_bytes(*kern, k)), b(act_column_bytes(*ref, k)), c(row_bytes(TensorType::Q8_0, k));
+        kern->quantize_act(x.data(), a.data(), k);
+        ref->quantize_act(x.data(), b.data(), k);
+        plain->quantize_act(x.data(), c.data(), k);
+        REQUIRE(a == b);
+        REQUIRE(std::memcmp(a.data(), c.data(), c.size()) == 0);
+      }
+      Gen g(static_cast<uint32_t>(t) * 17 + static_cast<uint32_t>(isa));
+      const int64_t ks[] = {32, 64, 96, 288, 2048};
+      int n = 0;
+      for (int nr : rows)
+        for (int nc : cols) {
+          check_packed(*kern, t, g, ks[n % 5], nr, nc, n % 3 == 2);
+          ++n;
+        }
     }
   }
 }

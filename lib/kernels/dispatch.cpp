@@ -72,6 +72,26 @@ const MatmulKernel& matmul_kernel(TensorType t) {
   fail(BRISK_ERR_UNSUPPORTED, std::string("no matrix kernel for tensor type ") + type_name(t));
 }
 
+const MatmulKernel* packed_matmul_kernel_for(TensorType t, Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::avx512: return avx512_packed_matmul_kernel(t);
+    case Isa::scalar: return ref_packed_matmul_kernel(t);
+    default: return nullptr;
+  }
+}
+
+// Only instruction sets whose packed kernel beats their row-major one pack:
+// the scalar packed kernel exists to define the layout and test against.
+const MatmulKernel* packed_matmul_kernel(TensorType t) {
+  const Isa isa = active_isa();
+  return isa == Isa::scalar ? nullptr : packed_matmul_kernel_for(t, isa);
+}
+
+size_t act_column_bytes(const MatmulKernel& kern, int64_t k) {
+  return kern.act_bytes ? kern.act_bytes(k) : row_bytes(kern.act_type, k);
+}
+
 }  // namespace brisk::kernels
 
 #include "kernels/vec.h"

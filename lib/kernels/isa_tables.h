@@ -9,4 +9,7 @@ namespace brisk::kernels {
 const MatmulKernel* ref_matmul_kernel(TensorType weight_type);     // ref/, always complete
 const MatmulKernel* avx2_matmul_kernel(TensorType weight_type);    // avx2/
 const MatmulKernel* avx512_matmul_kernel(TensorType weight_type);  // avx512/ (needs VNNI)
+// Kernels over the packed layout (kernels/packed.h); nullptr where none.
+const MatmulKernel* ref_packed_matmul_kernel(TensorType weight_type);
+const MatmulKernel* avx512_packed_matmul_kernel(TensorType weight_type);
 }  // namespace brisk::kernels

@@ -27,6 +27,11 @@ struct MatmulKernel {
   // act: first activation column (already in act_type), columns act_stride bytes apart.
   void (*gemm)(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
+  // Bytes of one converted column; nullptr means row_bytes(act_type, k).
+  size_t (*act_bytes)(int64_t k) = nullptr;
+  // True if gemm reads weights in the packed layout of kernels/packed.h:
+  // w is then the first 16-row group and w_stride the bytes of one group.
+  bool packed = false;
 };
 
 // The kernel for a weight type on the active instruction set. Throws
@@ -35,6 +40,14 @@ const MatmulKernel& matmul_kernel(TensorType weight_type);
 // The kernel for a given instruction set (tests compare them). Returns nullptr
 // if that ISA has no kernel for this type or the CPU cannot run it.
 const MatmulKernel* matmul_kernel_for(TensorType weight_type, Isa isa);
+
+// The kernel for weights packed as kernels/packed.h describes, on the active
+// instruction set, or nullptr if that ISA has none for this type (the weights
+// then stay in the GGUF layout).
+const MatmulKernel* packed_matmul_kernel(TensorType weight_type);
+const MatmulKernel* packed_matmul_kernel_for(TensorType weight_type, Isa isa);
+// Bytes of one activation column as `kern` expects it.
+size_t act_column_bytes(const MatmulKernel& kern, int64_t k);
 
 // Instruction set chosen once at start-up: the best the CPU and OS support
 // (CPUID + XGETBV), unless BRISK_ISA=scalar|avx2|avx512 asks for less.

@@ -4,20 +4,19 @@
 
 #include "core/error.h"
 #include "kernels/matmul.h"
+#include "kernels/packed.h"
 #include "threads/thread_pool.h"
 
 namespace brisk {
 
-const uint8_t* MatmulOp::converted(ThreadPool& pool, TensorType act_type,
-                                   void (*quantize)(const float*, void*, int64_t), const float* x, int64_t x_stride,
-                                   int ncols, int64_t k) {
+const uint8_t* MatmulOp::converted(ThreadPool& pool, QuantizeFn quantize, size_t stride, const float* x,
+                                   int64_t x_stride, int ncols, int64_t k) {
   ActBuffer* slot = nullptr;
   for (ActBuffer& a : acts_) {
-    if (a.src == x && a.type == act_type && a.ncols == ncols && a.k == k) return a.bytes.data();
+    if (a.src == x && a.quantize == quantize && a.ncols == ncols && a.k == k) return a.bytes.data();
     if (!slot && a.src == nullptr) slot = &a;
   }
   if (!slot) slot = &acts_[0];
-  const size_t stride = row_bytes(act_type, k);
   if (slot->bytes.size() < stride * static_cast<size_t>(ncols)) slot->bytes.resize(stride * static_cast<size_t>(ncols));
   uint8_t* dst = slot->bytes.data();
   auto convert = [&](int64_t c, int) { quantize(x + c * x_stride, dst + c * stride, k); };
@@ -26,7 +25,7 @@ const uint8_t* MatmulOp::converted(ThreadPool& pool, TensorType act_type,
   } else {
     for (int c = 0; c < ncols; ++c) convert(c, 0);
   }
-  *slot = ActBuffer{std::move(slot->bytes), x, act_type, ncols, k};
+  *slot = ActBuffer{std::move(slot->bytes), x, quantize, ncols, k};
   return slot->bytes.data();
 }
 
@@ -58,7 +57,8 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
   size_t n = 0;
   for (const MatmulJob& j : jobs) {
     if (observer_) observer_->observe(*j.w, x, x_stride, ncols);
-    const kernels::MatmulKernel& kern = kernels::matmul_kernel(j.w->type);
+    const kernels::MatmulKernel& kern =
+        j.w->packed ? *kernels::packed_matmul_kernel(j.w->type) : kernels::matmul_kernel(j.w->type);
     Prepared& p = prep[n++];
     p.job = &j;
     p.kern = &kern;
@@ -66,8 +66,8 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
       p.act = x;
       p.act_stride = static_cast<size_t>(x_stride) * sizeof(float);
     } else {
-      p.act = converted(pool, kern.act_type, kern.quantize_act, x, x_stride, ncols, j.w->cols);
-      p.act_stride = row_bytes(kern.act_type, j.w->cols);
+      p.act_stride = kernels::act_column_bytes(kern, j.w->cols);
+      p.act = converted(pool, kern.quantize_act, p.act_stride, x, x_stride, ncols, j.w->cols);
     }
     p.chunk = chunk;
     p.first_task = n_tasks;
@@ -80,8 +80,10 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
     const Matrix& w = *p.job->w;
     const int64_t r0 = (t - p.first_task) * p.chunk;
     const int nr = static_cast<int>(std::min(p.chunk, w.rows - r0));
-    p.kern->gemm(w.cols, w.row(r0), w.row_bytes, nr, p.act, p.act_stride, ncols, p.job->out + r0,
-                 static_cast<size_t>(p.job->out_stride));
+    // Chunks are multiples of 16 rows, so a packed chunk starts on a group.
+    const uint8_t* first = w.packed ? w.data + static_cast<size_t>(r0 / kernels::kPackRows) * w.group_bytes : w.row(r0);
+    p.kern->gemm(w.cols, first, w.packed ? w.group_bytes : w.row_bytes, nr, p.act, p.act_stride, ncols,
+                 p.job->out + r0, static_cast<size_t>(p.job->out_stride));
   };
   if (n_tasks == 1) {
     task(0, 0);

@@ -50,16 +50,16 @@ class MatmulOp {
  private:
   // Converted activations, one buffer per input format in use (a Q4_K_M
   // model mixes Q8_K and Q8_0 inputs), reused while the input is unchanged.
+  using QuantizeFn = void (*)(const float*, void*, int64_t);
   struct ActBuffer {
     std::vector<uint8_t> bytes;
     const float* src = nullptr;
-    TensorType type = TensorType::F32;
+    QuantizeFn quantize = nullptr;  // identifies the format
     int ncols = 0;
     int64_t k = 0;
   };
-  const uint8_t* converted(ThreadPool& pool, TensorType act_type, void (*quantize)(const float*, void*, int64_t),
-                           const float* x,
-                           int64_t x_stride, int ncols, int64_t k);
+  const uint8_t* converted(ThreadPool& pool, QuantizeFn quantize, size_t stride, const float* x, int64_t x_stride,
+                           int ncols, int64_t k);
   MatmulObserver* observer_ = nullptr;
   ActBuffer acts_[3];
 };

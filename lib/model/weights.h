@@ -3,6 +3,7 @@
 // (norms, biases) are converted to owned float arrays at load.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ class File;
 }
 
 // A weight matrix of `rows` rows of `cols` values each (GGUF ne[1] x ne[0]).
+// Row-major as in the file, or packed in 16-row groups (kernels/packed.h):
+// then `data` is the first group, groups are `group_bytes` apart, and rows
+// cannot be addressed one by one.
 struct Matrix {
   TensorType type = TensorType::F32;
   int64_t cols = 0;
@@ -23,6 +27,8 @@ struct Matrix {
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
   std::string name;
+  bool packed = false;
+  size_t group_bytes = 0;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };
 
@@ -42,6 +48,13 @@ struct Weights {
   std::vector<LayerWeights> layers;
 
   static Weights bind(const gguf::File& file, const ModelConfig& config);
+  // Copies every matrix that the active instruction set reads faster packed
+  // (kernels/packed.h) into one packed buffer and releases the file pages
+  // those matrices came from, so resident memory holds each weight once.
+  // Returns the bytes packed. The token embeddings (read a row at a time)
+  // and the output matrix when it shares them stay in the file.
+  uint64_t pack_for_kernels();
+  std::shared_ptr<void> packed_storage;  // owns the packed copies
   // Bytes of all matrices (what a forward pass streams through).
   uint64_t matrix_bytes() const;
 };

@@ -47,6 +47,11 @@ void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
                size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
+void quantize_q8_0_sums(const float* x, void* out, int64_t k);
+void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
 
@@ -88,6 +93,20 @@ static inline __m512 round_away(__m512 x) {
       _mm512_castps_si512(_mm512_set1_ps(1.0f)),
       _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
   return _mm512_mask_add_ps(t, up, t, one);
+}
+
+// Scale and rounded values of one 32-float block, as ggml's reference:
+// d = amax/127, q = roundf(x * (1/d)).
+static inline float q8_block(const float* x, __m512i* q0, __m512i* q1) {
+  const __m512 v0 = _mm512_loadu_ps(x);
+  const __m512 v1 = _mm512_loadu_ps(x + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+  const float d = amax / 127;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  const __m512 vid = _mm512_set1_ps(id);
+  *q0 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(v0, vid)));
+  *q1 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(v1, vid)));
+  return d;
 }
 
 // Prefetches the cache lines of [p, p + Bytes). Decode (one column) walks

@@ -4,6 +4,7 @@
 
 #include "kernels/avx512/common.h"
 #include "kernels/isa_tables.h"
+#include "kernels/packed.h"
 
 namespace brisk::kernels {
 
@@ -35,6 +36,17 @@ void* scratch(size_t bytes) {
 }
 
 }  // namespace avx512
+
+const MatmulKernel* avx512_packed_matmul_kernel(TensorType t) {
+  using namespace avx512;
+  static const MatmulKernel q8_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q8_0_packed, q8_0_sums_bytes, true};
+  static const MatmulKernel q4_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q4_0_packed, q8_0_sums_bytes, true};
+  switch (t) {
+    case TensorType::Q8_0: return &q8_0;
+    case TensorType::Q4_0: return &q4_0;
+    default: return nullptr;
+  }
+}
 
 const MatmulKernel* avx512_matmul_kernel(TensorType t) {
   using namespace avx512;

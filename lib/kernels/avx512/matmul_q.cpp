@@ -294,20 +294,6 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
   }
 }
 
-// Scale and rounded values of one 32-float block, as ggml's reference:
-// d = amax/127, q = roundf(x * (1/d)).
-inline float q8_block(const float* x, __m512i* q0, __m512i* q1) {
-  const __m512 v0 = _mm512_loadu_ps(x);
-  const __m512 v1 = _mm512_loadu_ps(x + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-  const float d = amax / 127;
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  const __m512 vid = _mm512_set1_ps(id);
-  *q0 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(v0, vid)));
-  *q1 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(v1, vid)));
-  return d;
-}
-
 }  // namespace
 
 void quantize_q8_0(const float* x, void* out, int64_t k) {

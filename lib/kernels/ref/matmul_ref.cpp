@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/isa_tables.h"
+#include "kernels/packed.h"
 #include "kernels/ref/dot_ref.h"
 #include "quant/quant.h"
 
@@ -45,7 +46,18 @@ const MatmulKernel kQ4_K{TensorType::Q8_K, act_q8_k, gemm_ref<ref::dot_q4_k_q8_k
 const MatmulKernel kQ5_K{TensorType::Q8_K, act_q8_k, gemm_ref<ref::dot_q5_k_q8_k>};
 const MatmulKernel kQ6_K{TensorType::Q8_K, act_q8_k, gemm_ref<ref::dot_q6_k_q8_k>};
 
+const MatmulKernel kQ8_0Packed{TensorType::Q8_0, quantize_q8_0_sums_ref, gemm_q8_0_packed_ref, q8_0_sums_bytes, true};
+const MatmulKernel kQ4_0Packed{TensorType::Q8_0, quantize_q8_0_sums_ref, gemm_q4_0_packed_ref, q8_0_sums_bytes, true};
+
 }  // namespace
+
+const MatmulKernel* ref_packed_matmul_kernel(TensorType weight_type) {
+  switch (weight_type) {
+    case TensorType::Q8_0: return &kQ8_0Packed;
+    case TensorType::Q4_0: return &kQ4_0Packed;
+    default: return nullptr;
+  }
+}
 
 const MatmulKernel* ref_matmul_kernel(TensorType weight_type) {
   switch (weight_type) {

@@ -1,0 +1,166 @@
+// Developer micro-benchmark of one matmul kernel, single thread, no engine:
+// how many multiply-adds per second a weight type's gemm reaches for a given
+// number of activation columns, and the weight-read bandwidth that implies.
+// Not a test and not part of the product; `brisk bench` is what users run.
+//
+//   brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20]
+//   brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1]
+//     every weight matrix of the file in order (one forward pass's matmuls),
+//     read from the mapping or from an anonymous huge-page copy (copy=1).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "core/tensor_type.h"
+#include "gguf/gguf.h"
+#include "kernels/matmul.h"
+#include "kernels/packed.h"
+#include "quant/quant.h"
+
+using namespace brisk;
+
+static std::vector<int> parse_cols(const std::string& arg) {
+  std::vector<int> v;
+  std::stringstream ss(arg);
+  for (std::string s; std::getline(ss, s, ',');) v.push_back(std::atoi(s.c_str()));
+  return v;
+}
+
+static int model_mode(int argc, char** argv) {
+  gguf::File f(argv[2]);
+  const std::vector<int> cols = parse_cols(argc > 3 ? argv[3] : "1,8");
+  const int reps = argc > 4 ? std::atoi(argv[4]) : 3;
+  const bool copy = argc > 5 && std::atoi(argv[5]) != 0;
+  struct M {
+    const uint8_t* w;
+    TensorType type;
+    int64_t k;
+    int rows;
+  };
+  std::vector<M> ms;
+  size_t total = 0;
+  for (const auto& t : f.tensors())
+    if (t.n_dims == 2 && t.name != "token_embd.weight") {
+      ms.push_back({t.data, t.type, t.ne[0], static_cast<int>(t.n_rows())});
+      total += t.n_bytes;
+    }
+  uint8_t* buf = nullptr;
+  if (copy) {
+    void* p = mmap(nullptr, total + (2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    buf = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + (2 << 20) - 1) & ~uintptr_t((2 << 20) - 1));
+    madvise(buf, total, MADV_HUGEPAGE);
+    size_t off = 0;
+    for (M& m : ms) {
+      const size_t n = row_bytes(m.type, m.k) * m.rows;
+      std::memcpy(buf + off, m.w, n);
+      m.w = buf + off;
+      off += n;
+    }
+  }
+  double macs = 0;
+  for (const M& m : ms) macs += static_cast<double>(m.k) * m.rows;
+  std::printf("%zu matrices, %.1f MiB, %s\n", ms.size(), total / 1048576.0, copy ? "anonymous huge-page copy" : "mapped file");
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int ncols : cols) {
+    std::vector<double> times;
+    std::vector<float> x(static_cast<size_t>(16384) * ncols), out(static_cast<size_t>(32000) * ncols);
+    for (auto& v : x) v = nd(rng);
+    std::vector<uint8_t> act;
+    for (int i = 0; i < reps + 1; ++i) {
+      double t = 0;
+      for (const M& m : ms) {
+        const kernels::MatmulKernel& kern = kernels::matmul_kernel(m.type);
+        const size_t astride = row_bytes(kern.act_type, m.k);
+        act.resize(astride * ncols);
+        for (int c = 0; c < ncols; ++c) kern.quantize_act(x.data() + c * m.k, act.data() + astride * c, m.k);
+        const auto t0 = std::chrono::steady_clock::now();
+        kern.gemm(m.k, m.w, row_bytes(m.type, m.k), m.rows, act.data(), astride, ncols, out.data(), m.rows);
+        t += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      if (i > 0) times.push_back(t);
+    }
+    std::sort(times.begin(), times.end());
+    const double t = times[times.size() / 2];
+    std::printf("cols %3d: %8.1f ms/pass  %7.1f GMAC/s  %6.1f GB/s  %.1f tok/s-equiv (1 thread)\n", ncols, t * 1e3,
+                macs * ncols / t / 1e9, total / t / 1e9, ncols / t);
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--model") return model_mode(argc, argv);
+  const std::string type_name = argc > 1 ? argv[1] : "q4_0";
+  const int64_t k = argc > 2 ? std::atoll(argv[2]) : 2048;
+  const int rows = argc > 3 ? std::atoi(argv[3]) : 5632;
+  const std::string cols_arg = argc > 4 ? argv[4] : "1,2,4,8,16";
+  const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
+  TensorType type;
+  if (!parse_type_name(type_name, &type)) {
+    std::fprintf(stderr, "unknown type %s\n", type_name.c_str());
+    return 1;
+  }
+  const kernels::MatmulKernel& kern = kernels::matmul_kernel(type);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const size_t wrow = row_bytes(type, k);
+  std::vector<uint8_t> w(wrow * rows);
+  std::vector<float> tmp(k);
+  for (int r = 0; r < rows; ++r) {
+    for (auto& v : tmp) v = nd(rng);
+    quant::quantize_row(type, tmp.data(), w.data() + wrow * r, k);
+  }
+  std::vector<int> col_list;
+  std::stringstream ss(cols_arg);
+  for (std::string s; std::getline(ss, s, ',');) col_list.push_back(std::atoi(s.c_str()));
+  std::printf("%s isa=%s k=%lld rows=%d (%.1f MiB)\n", type_name.c_str(), kernels::isa_name(kernels::active_isa()),
+              static_cast<long long>(k), rows, w.size() / 1048576.0);
+  // Packed copy of the same rows, when this ISA has a packed kernel.
+  const kernels::MatmulKernel* pk = kernels::packed_matmul_kernel(type);
+  std::vector<uint8_t> wp;
+  size_t gbytes = 0;
+  if (pk) {
+    gbytes = kernels::packed_group_bytes(type, k);
+    const int ngroups = (rows + kernels::kPackRows - 1) / kernels::kPackRows;
+    wp.resize(gbytes * ngroups + 64);
+    for (int g = 0; g < ngroups; ++g)
+      kernels::pack_row_group(type, w.data() + wrow * g * kernels::kPackRows, wrow,
+                              std::min(kernels::kPackRows, rows - g * kernels::kPackRows), k, wp.data() + gbytes * g);
+  }
+  for (int variant = 0; variant < (pk ? 2 : 1); ++variant) {
+    const kernels::MatmulKernel& kn = variant ? *pk : kern;
+    const uint8_t* wd = variant ? wp.data() : w.data();
+    const size_t ws = variant ? gbytes : wrow;
+    std::printf("%s\n", variant ? "packed" : "row-major");
+    for (int ncols : col_list) {
+      const size_t astride = kernels::act_column_bytes(kn, k);
+      std::vector<uint8_t> act(astride * ncols);
+      for (int c = 0; c < ncols; ++c) {
+        for (auto& v : tmp) v = nd(rng);
+        kn.quantize_act(tmp.data(), act.data() + astride * c, k);
+      }
+      std::vector<float> out(static_cast<size_t>(rows) * ncols);
+      std::vector<double> times;
+      for (int i = 0; i < reps + 2; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        kn.gemm(k, wd, ws, rows, act.data(), astride, ncols, out.data(), rows);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (i >= 2) times.push_back(s);
+      }
+      std::sort(times.begin(), times.end());
+      const double t = times[times.size() / 2];
+      std::printf("cols %3d: %8.3f ms  %7.1f GMAC/s  %6.1f GB/s weights\n", ncols, t * 1e3,
+                  static_cast<double>(k) * rows * ncols / t / 1e9, w.size() / t / 1e9);
+    }
+  }
+  return 0;
+}

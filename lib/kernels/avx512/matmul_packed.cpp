@@ -1,0 +1,185 @@
+// AVX-512 VNNI kernels over packed Q4_0 / Q8_0 weights (layout: packed.h).
+//
+// A tile is one 16-row group times up to 8 activation columns. Per block,
+// the group's weights become 8 vectors W[j] whose 32-bit slot r holds row r's
+// weights 4j..4j+3 as unsigned bytes; column c's activation bytes 4j..4j+3
+// are broadcast to all slots, so 8 vpdpbusd leave row r's integer block dot
+// in slot r. Then one convert and one FMA (scale = row scales x the column's
+// block scale) per column and block finish 16 rows at once, and the result
+// vector is stored as 16 consecutive outputs: no horizontal sums.
+//
+// The weights are unsigned (Q4_0 nibbles 0..15; Q8_0 stored with +128), so
+// each block's integer dot starts at -offset x (sum of the activation block),
+// which the "Q8_0 with sums" activations carry precomputed.
+#include "kernels/avx512/common.h"
+#include "kernels/packed.h"
+#include "quant/blocks.h"
+
+namespace brisk::kernels::avx512 {
+
+using quant::BlockQ8_0;
+
+namespace {
+
+template <TensorType T>
+struct Traits;
+template <>
+struct Traits<TensorType::Q4_0> {
+  static constexpr int kSlices = 4;
+  static constexpr int kShift = 3;  // offset 8
+  static constexpr int kColTile = 6;
+};
+template <>
+struct Traits<TensorType::Q8_0> {
+  static constexpr int kSlices = 8;
+  static constexpr int kShift = 7;  // offset 128
+  static constexpr int kColTile = 4;  // 8 weight vectors per block leave fewer registers
+};
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+template <TensorType T>
+struct PackedTile {
+  static constexpr int kSlices = Traits<T>::kSlices;
+  static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
+  int64_t nb;
+  const uint8_t* w;  // first group
+  size_t w_stride;   // bytes per group
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  size_t sums_off;
+  float* out;
+  size_t out_stride;
+
+  // Rows of group g times columns [c0, c0 + C).
+  template <int C>
+  void run(int g, int c0) const {
+    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const uint8_t* qs[C];
+    const float* ad[C];
+    const int32_t* as[C];
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* col = act + static_cast<size_t>(c0 + c) * act_stride;
+      qs[c] = col + 2;  // block b's bytes at qs + 34 b
+      ad[c] = reinterpret_cast<const float*>(col + sums_off);
+      as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
+    }
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
+      const uint8_t* sl = pair + 64 + static_cast<size_t>(b & 1) * kSlices * 64;
+      __m512i W[8];
+      if constexpr (T == TensorType::Q4_0) {
+        for (int m = 0; m < 4; ++m) {
+          const __m512i q = _mm512_loadu_si512(sl + 64 * m);
+          W[m] = _mm512_and_si512(q, nib);
+          W[m + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+        }
+      } else {
+        for (int m = 0; m < 8; ++m) W[m] = _mm512_loadu_si512(sl + 64 * m);
+      }
+      const __m512 dw =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + static_cast<size_t>(b & 1) * 32)));
+      for (int c = 0; c < C; ++c) {
+        // Both Q4_0 (low nibbles 4j.., high nibbles 16+4(j-4)..) and Q8_0
+        // pair W[j] with activation bytes 4j..4j+3.
+        const uint8_t* a = qs[c] + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+        __m512i i0 = _mm512_set1_epi32(-(as[c][b] << Traits<T>::kShift));
+        __m512i i1 = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j += 2) {
+          i0 = _mm512_dpbusd_epi32(i0, W[j], _mm512_set1_epi32(load_i32(a + 4 * j)));
+          i1 = _mm512_dpbusd_epi32(i1, W[j + 1], _mm512_set1_epi32(load_i32(a + 4 * j + 4)));
+        }
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(ad[c][b]));
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), scale, acc[c]);
+      }
+    }
+    const int r0 = g * kPackRows;
+    const int valid = nrows - r0 < kPackRows ? nrows - r0 : kPackRows;
+    for (int c = 0; c < C; ++c) {
+      float* o = out + static_cast<size_t>(c0 + c) * out_stride + r0;
+      if (valid == kPackRows) {
+        _mm512_storeu_ps(o, acc[c]);
+      } else {
+        _mm512_mask_storeu_ps(o, lane_mask(valid), acc[c]);
+      }
+    }
+  }
+};
+
+template <int C, typename Tile>
+inline void dispatch(const Tile& t, int g, int c0, int cn) {
+  if constexpr (C > 0) {
+    if (cn == C) {
+      t.template run<C>(g, c0);
+    } else {
+      dispatch<C - 1>(t, g, c0, cn);
+    }
+  }
+}
+
+// Columns are taken in blocks whose activations stay in L2 (a few KB per
+// column) while the row groups pass; within a block, tiles of up to 8
+// columns reuse each group's unpacked weights from registers and L1.
+constexpr int kColTile = 6;
+constexpr int kColBlock = 32;
+
+template <TensorType T>
+void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
+                 float* out, size_t out_stride) {
+  const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                        act_stride, q8_0_sums_offset(k), out, out_stride};
+  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+  constexpr int kTile = Traits<T>::kColTile;
+  for (int cb = 0; cb < ncols; cb += kColBlock) {
+    const int ce = ncols - cb < kColBlock ? ncols : cb + kColBlock;
+    // Tiles as even as possible (8 columns: 4 + 4, not 6 + 2): a narrow
+    // tile unpacks the weights again for little work.
+    const int n = ce - cb;
+    const int ntiles = (n + kTile - 1) / kTile;
+    for (int g = 0; g < ngroups; ++g) {
+      int c = cb;
+      for (int i = 0; i < ntiles; ++i) {
+        const int width = n / ntiles + (i < n % ntiles ? 1 : 0);
+        dispatch<kTile>(t, g, c, width);
+        c += width;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_q8_0_sums(const float* x, void* out, int64_t k) {
+  auto* y = static_cast<BlockQ8_0*>(out);
+  const int64_t nb = k / 32;
+  auto* d_out = reinterpret_cast<float*>(static_cast<uint8_t*>(out) + q8_0_sums_offset(k));
+  int32_t* s_out = reinterpret_cast<int32_t*>(d_out + nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i q0, q1;
+    const float d = q8_block(x + b * 32, &q0, &q1);
+    y[b].d = f2h(d);
+    d_out[b] = h2f(y[b].d);
+    s_out[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q1));
+  }
+}
+
+void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                      int ncols, float* out, size_t out_stride) {
+  gemm_packed<TensorType::Q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                      int ncols, float* out, size_t out_stride) {
+  gemm_packed<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
+}  // namespace brisk::kernels::avx512

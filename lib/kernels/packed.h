@@ -1,0 +1,67 @@
+// Interleaved ("packed") weight layout for the 32-weight block types Q4_0 and
+// Q8_0, made once at load so the SIMD kernels read one contiguous stream and
+// one activation load feeds 16 rows.
+//
+// Why: in the row-major GGUF layout a kernel that wants several rows per
+// activation load must read several streams side by side, and every block
+// needs shuffles to bring its nibbles and scale into place. Packed, a group of
+// 16 rows stores, per block, the 16 scales together and then the weights as
+// 4-byte slices, slice m of row r at 32-bit slot r of vector m. One
+// `vpdpbusd` with the activation's 4 bytes broadcast to every slot then
+// advances all 16 rows' dot products at once, and the float work (convert,
+// scale, accumulate) happens once per block for 16 rows instead of per row.
+//
+// Group of rows [16g, 16g + 16), k values per row, nb = k / 32 blocks, taken
+// two blocks at a time ("a pair"; an odd last block is paired with zeros):
+//   pair p at byte p * pair_bytes:
+//     [0, 32)   16 fp16 scales of block 2p, row r at bytes 2r
+//     [32, 64)  16 fp16 scales of block 2p + 1
+//     [64, ...) the weights of block 2p, then of block 2p + 1, each
+//               slices * 64 bytes: slice m, row r at byte 64m + 4r.
+// Q4_0 (4 slices): slice m holds bytes qs[4m..4m+3] of the block, so its low
+//   nibbles are weights 4m..4m+3 and its high nibbles weights 16+4m..16+4m+3.
+// Q8_0 (8 slices): slice m holds weights 4m..4m+3 plus 128, as unsigned bytes
+//   (the form vpdpbusd multiplies; the offset is removed with the activation
+//   sums, see below).
+// Rows past the matrix's last row are zero (scale 0), so a partial last group
+// computes garbage-free zeros that the kernels do not store. Sizes match the
+// GGUF layout exactly for an even block count: packing costs no memory.
+//
+// Activations for packed kernels ("Q8_0 with sums"): a column is its nb Q8_0
+// blocks as ggml makes them, then, from the next 64-byte boundary, nb floats
+// (each block's scale, widened) and nb int32 (each block's sum of qs). The
+// kernels subtract 8 x sum (Q4_0) or 128 x sum (Q8_0) per block to undo the
+// unsigned weight offset.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor_type.h"
+
+namespace brisk::kernels {
+
+constexpr int kPackRows = 16;
+
+// True for the weight types that have a packed layout (Q4_0, Q8_0).
+bool packable(TensorType t);
+// Bytes of one 16-row group of a packed matrix with k values per row.
+size_t packed_group_bytes(TensorType t, int64_t k);
+// Packs rows [0, nrows) (nrows <= 16) of row-major GGUF data into one group.
+void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group);
+// The inverse, for rows [0, nrows) of a group (tests, and reading one row).
+void unpack_row_group(TensorType t, const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride);
+
+// The "Q8_0 with sums" activation format.
+size_t q8_0_sums_bytes(int64_t k);
+size_t q8_0_sums_offset(int64_t k);  // where the float scales start
+void quantize_q8_0_sums_ref(const float* x, void* out, int64_t k);
+
+// Scalar reference gemms over packed weights (the contract of matmul.h with
+// w = first row group and w_stride = bytes per group). Ground truth for the
+// SIMD versions and the fallback when no SIMD version exists.
+void gemm_q4_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                          size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q8_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                          size_t act_stride, int ncols, float* out, size_t out_stride);
+
+}  // namespace brisk::kernels

@@ -1,0 +1,145 @@
+// The packed layout of kernels/packed.h: packing, unpacking, the "Q8_0 with
+// sums" activations and the scalar gemms that define what the SIMD packed
+// kernels must compute. Written to read like the layout description.
+#include <cstring>
+
+#include "core/fp16.h"
+#include "kernels/packed.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace brisk::kernels {
+
+using quant::BlockQ4_0;
+using quant::BlockQ8_0;
+
+namespace {
+
+int slices(TensorType t) { return t == TensorType::Q4_0 ? 4 : 8; }
+size_t pair_bytes(TensorType t) { return 64 + 2 * static_cast<size_t>(slices(t)) * 64; }
+size_t block_bytes(TensorType t) { return t == TensorType::Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0); }
+
+// Where block b's scales and slices start inside a group.
+const uint8_t* scales_of(const uint8_t* group, TensorType t, int64_t b) {
+  return group + static_cast<size_t>(b / 2) * pair_bytes(t) + static_cast<size_t>(b % 2) * 32;
+}
+size_t slices_offset(TensorType t, int64_t b) {
+  return static_cast<size_t>(b / 2) * pair_bytes(t) + 64 + static_cast<size_t>(b % 2) * slices(t) * 64;
+}
+
+}  // namespace
+
+bool packable(TensorType t) { return t == TensorType::Q4_0 || t == TensorType::Q8_0; }
+
+size_t packed_group_bytes(TensorType t, int64_t k) {
+  const int64_t nb = k / 32;
+  return static_cast<size_t>((nb + 1) / 2) * pair_bytes(t);
+}
+
+void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
+  std::memset(group, 0, packed_group_bytes(t, k));
+  const int64_t nb = k / 32;
+  for (int r = 0; r < nrows; ++r) {
+    const uint8_t* row = rows + static_cast<size_t>(r) * row_stride;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = row + static_cast<size_t>(b) * block_bytes(t);
+      uint8_t* d = group + (scales_of(group, t, b) - group) + 2 * r;
+      std::memcpy(d, blk, 2);  // the fp16 scale is the block's first field
+      uint8_t* s = group + slices_offset(t, b);
+      for (int m = 0; m < slices(t); ++m)
+        for (int i = 0; i < 4; ++i) {
+          const uint8_t q = blk[2 + 4 * m + i];
+          s[64 * m + 4 * r + i] = t == TensorType::Q8_0 ? static_cast<uint8_t>(q ^ 0x80) : q;
+        }
+    }
+  }
+}
+
+void unpack_row_group(TensorType t, const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride) {
+  const int64_t nb = k / 32;
+  for (int r = 0; r < nrows; ++r) {
+    uint8_t* row = rows + static_cast<size_t>(r) * row_stride;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* blk = row + static_cast<size_t>(b) * block_bytes(t);
+      std::memcpy(blk, scales_of(group, t, b) + 2 * r, 2);
+      const uint8_t* s = group + slices_offset(t, b);
+      for (int m = 0; m < slices(t); ++m)
+        for (int i = 0; i < 4; ++i) {
+          const uint8_t q = s[64 * m + 4 * r + i];
+          blk[2 + 4 * m + i] = t == TensorType::Q8_0 ? static_cast<uint8_t>(q ^ 0x80) : q;
+        }
+    }
+  }
+}
+
+size_t q8_0_sums_offset(int64_t k) { return (static_cast<size_t>(k / 32) * sizeof(BlockQ8_0) + 63) & ~size_t{63}; }
+size_t q8_0_sums_bytes(int64_t k) { return q8_0_sums_offset(k) + static_cast<size_t>(k / 32) * 8; }
+
+void quantize_q8_0_sums_ref(const float* x, void* out, int64_t k) {
+  quant::quantize_row(TensorType::Q8_0, x, out, k);
+  const auto* blocks = static_cast<const BlockQ8_0*>(out);
+  auto* base = static_cast<uint8_t*>(out) + q8_0_sums_offset(k);
+  const int64_t nb = k / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    const float d = fp16_to_f32(blocks[b].d);
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) sum += blocks[b].qs[j];
+    std::memcpy(base + 4 * b, &d, 4);
+    std::memcpy(base + 4 * (nb + b), &sum, 4);
+  }
+}
+
+namespace {
+
+// Row r of block b's integer dot with the activation block, weights as the
+// unsigned bytes the layout stores, minus offset x (sum of activations).
+template <TensorType T>
+void gemm_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                     int ncols, float* out, size_t out_stride) {
+  const int64_t nb = k / 32;
+  const int offset = T == TensorType::Q4_0 ? 8 : 128;
+  for (int c = 0; c < ncols; ++c) {
+    const auto* col = static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride;
+    const auto* a = reinterpret_cast<const BlockQ8_0*>(col);
+    const uint8_t* extra = col + q8_0_sums_offset(k);
+    for (int r = 0; r < nrows; ++r) {
+      const uint8_t* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r / kPackRows) * w_stride;
+      const int rr = r % kPackRows;
+      float sum = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* s = group + slices_offset(T, b);
+        int32_t dot = 0;
+        for (int m = 0; m < slices(T); ++m)
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t q = s[64 * m + 4 * rr + i];
+            if constexpr (T == TensorType::Q4_0) {
+              dot += (q & 0xF) * a[b].qs[4 * m + i] + (q >> 4) * a[b].qs[16 + 4 * m + i];
+            } else {
+              dot += q * a[b].qs[4 * m + i];
+            }
+          }
+        float da;
+        int32_t asum;
+        std::memcpy(&da, extra + 4 * b, 4);
+        std::memcpy(&asum, extra + 4 * (nb + b), 4);
+        uint16_t dw;
+        std::memcpy(&dw, scales_of(group, T, b) + 2 * rr, 2);
+        sum += static_cast<float>(dot - offset * asum) * (fp16_to_f32(dw) * da);
+      }
+      out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_q4_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                          size_t act_stride, int ncols, float* out, size_t out_stride) {
+  gemm_packed_ref<TensorType::Q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+void gemm_q8_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                          size_t act_stride, int ncols, float* out, size_t out_stride) {
+  gemm_packed_ref<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
+}  // namespace brisk::kernels

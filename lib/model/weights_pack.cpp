@@ -1,0 +1,83 @@
+// Load-time repacking of weight matrices into the kernels' packed layout.
+// The copy lives in anonymous memory advised for transparent huge pages (the
+// kernels stream it linearly; 2 MB pages spare the TLB), and the file pages it
+// came from are released so the process does not hold the weights twice.
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "kernels/matmul.h"
+#include "kernels/packed.h"
+#include "model/weights.h"
+
+namespace brisk {
+
+namespace {
+
+bool packing_disabled() {
+  const char* env = std::getenv("BRISK_REPACK");
+  return env && std::strcmp(env, "0") == 0;
+}
+
+struct AnonBuffer {
+  void* p = nullptr;
+  size_t n = 0;
+  ~AnonBuffer() {
+    if (p) ::munmap(p, n);
+  }
+};
+
+}  // namespace
+
+uint64_t Weights::pack_for_kernels() {
+  if (packing_disabled()) return 0;
+  std::vector<Matrix*> todo;
+  auto consider = [&](Matrix& m) {
+    if (m.packed || !kernels::packable(m.type) || !kernels::packed_matmul_kernel(m.type)) return;
+    if (m.data == token_embd.data) return;  // tied to the embeddings, which are read by row
+    todo.push_back(&m);
+  };
+  consider(output);
+  for (LayerWeights& L : layers)
+    for (Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*m);
+  if (todo.empty()) return 0;
+
+  auto groups = [](const Matrix& m) { return static_cast<size_t>((m.rows + kernels::kPackRows - 1) / kernels::kPackRows); };
+  size_t total = 0;
+  for (const Matrix* m : todo) total += groups(*m) * kernels::packed_group_bytes(m->type, m->cols);
+  constexpr size_t kHuge = size_t{2} << 20;
+  auto buf = std::make_shared<AnonBuffer>();
+  buf->n = (total + kHuge - 1) / kHuge * kHuge + kHuge;
+  buf->p = ::mmap(nullptr, buf->n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buf->p == MAP_FAILED) {
+    buf->p = nullptr;
+    fail(BRISK_ERR_OUT_OF_MEMORY, "cannot allocate " + std::to_string(total >> 20) + " MiB for the packed weights");
+  }
+  // Start on a 2 MB boundary so whole huge pages back the weights.
+  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf->p) + kHuge - 1) & ~(kHuge - 1));
+  ::madvise(base, total, MADV_HUGEPAGE);
+
+  size_t off = 0;
+  for (Matrix* m : todo) {
+    const size_t gb = kernels::packed_group_bytes(m->type, m->cols);
+    const size_t ng = groups(*m);
+    for (size_t g = 0; g < ng; ++g) {
+      const int64_t r0 = static_cast<int64_t>(g) * kernels::kPackRows;
+      const int nr = static_cast<int>(std::min<int64_t>(kernels::kPackRows, m->rows - r0));
+      kernels::pack_row_group(m->type, m->row(r0), m->row_bytes, nr, m->cols, base + off + g * gb);
+    }
+    release_pages(m->data, m->row_bytes * static_cast<size_t>(m->rows));
+    m->data = base + off;
+    m->packed = true;
+    m->group_bytes = gb;
+    off += ng * gb;
+  }
+  packed_storage = std::move(buf);
+  return total;
+}
+
+}  // namespace brisk
