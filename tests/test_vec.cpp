@@ -39,3 +39,53 @@ TEST_CASE("vec kernels match the scalar reference on every ISA", "[vec]") {
     }
   }
 }
+
+TEST_CASE("fused attention matches the reference on every ISA", "[vec][attend]") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0, 1);
+  const VecKernels& ref = *ref_vec_kernels();
+  int fused = 0;
+  for (Isa isa : {Isa::avx2, Isa::avx512}) {
+    const VecKernels* k = vec_kernels_for(isa);
+    if (!k) {
+      WARN("skipped: this CPU cannot run " << isa_name(isa));
+      continue;
+    }
+    for (int hd : {64, 128, 32}) {
+      for (int group : {1, 3, 8, 9}) {
+        for (int n_pos : {1, 2, 17, 300}) {
+          for (TensorType kt : {TensorType::F16, TensorType::F32, TensorType::Q8_0, TensorType::Q4_0}) {
+            const TensorType vt = kt == TensorType::F32 ? TensorType::F16 : kt;
+            // Rows of 2 KV heads, this head second, so strides and offsets matter.
+            const size_t kstride = row_bytes(kt, 2 * hd), vstride = row_bytes(vt, 2 * hd);
+            std::vector<uint8_t> kc(kstride * n_pos), vc(vstride * n_pos);
+            std::vector<float> tmp(2 * hd);
+            for (int p = 0; p < n_pos; ++p) {
+              for (float& x : tmp) x = nd(rng) * 2;
+              quant::quantize_row(kt, tmp.data(), kc.data() + p * kstride, 2 * hd);
+              for (float& x : tmp) x = nd(rng);
+              quant::quantize_row(vt, tmp.data(), vc.data() + p * vstride, 2 * hd);
+            }
+            std::vector<float> q(group * hd), s1(group * n_pos), s2(group * n_pos), row(hd), o1(group * hd, 9),
+                o2(group * hd, 7);
+            for (float& x : q) x = nd(rng);
+            AttendArgs a{q.data(), group, hd, n_pos, 0.125f, kc.data() + row_bytes(kt, hd), kstride, kt,
+                         vc.data() + row_bytes(vt, hd), vstride, vt, s1.data(), row.data(), o1.data()};
+            AttendArgs b = a;
+            b.scores = s2.data();
+            b.out = o2.data();
+            if (k->attend && k->attend(a)) {
+              ++fused;
+            } else {
+              attend(*k, a);
+            }
+            attend_reference(ref, b);
+            INFO(isa_name(isa) << " hd=" << hd << " group=" << group << " n_pos=" << n_pos << " k=" << type_name(kt));
+            for (int i = 0; i < group * hd; ++i) REQUIRE(o1[i] == Approx(o2[i]).epsilon(1e-4).margin(1e-5));
+          }
+        }
+      }
+    }
+  }
+  if (vec_kernels_for(Isa::avx512)) REQUIRE(fused > 0);
+}

@@ -17,7 +17,37 @@ struct VecKernels {
   float (*dot)(const float* a, const float* b, int n);
   // y += a * x
   void (*axpy)(float* y, float a, const float* x, int n);
+  // Fused attention of one KV head (see AttendArgs); returns false if this
+  // ISA has no fused version for the shape or cache types, and the caller
+  // uses attend_reference. nullptr: never fused.
+  bool (*attend)(const struct AttendArgs& a);
 };
+
+// Attention of the `group` query heads that share one KV head, over cache
+// positions [0, n_pos):
+//   out[h] = sum_p softmax_p(scale * q[h] . K[p]) V[p]
+// K[p] is head_dim values of k_type at k + p * k_stride (V likewise).
+// scores: scratch of group * n_pos floats.
+struct AttendArgs {
+  const float* q;  // group heads, head_dim apart
+  int group, head_dim, n_pos;
+  float scale;
+  const uint8_t* k;
+  size_t k_stride;
+  TensorType k_type;
+  const uint8_t* v;
+  size_t v_stride;
+  TensorType v_type;
+  float* scores;
+  float* row;  // scratch of head_dim floats
+  float* out;  // group heads, head_dim apart
+};
+
+// The definition: rows converted with vk.to_f32, vk.dot, a softmax per head,
+// vk.axpy. Every fused version is tested against it.
+void attend_reference(const VecKernels& vk, const AttendArgs& a);
+// vk.attend when it handles the arguments, else attend_reference.
+void attend(const VecKernels& vk, const AttendArgs& a);
 
 const VecKernels& vec_kernels();               // active ISA
 const VecKernels* vec_kernels_for(Isa isa);    // nullptr if the CPU cannot run it

@@ -6,10 +6,10 @@
 // One task is one (token, KV head) pair: each cached key and value row is
 // converted to floats once and used by all the query heads that share it
 // (grouped-query attention), so a quantized cache costs one conversion per
-// row, not one per query head.
+// row, not one per query head. The kernel (kernels/vec.h, attend) is fused
+// per ISA where that pays.
 #include <cmath>
 
-#include "kernels/ops.h"
 #include "kernels/vec.h"
 #include "kv/kv_cache.h"
 #include "model/forward.h"
@@ -30,23 +30,22 @@ void Forward::attend(int l, const Batch& b, const KVCache& cache, ThreadPool& po
     const int t = static_cast<int>(task / c.n_head_kv);
     const int g = static_cast<int>(task % c.n_head_kv);
     const int slot = b.slot[t];
-    const int n_pos = b.pos[t] + 1;
-    float* scores = &scores_[static_cast<size_t>(thread) * group * n_ctx_];  // [group][n_ctx]
-    float* row = &row_buf_[static_cast<size_t>(thread) * hd];
-    const float* q0 = &q_[static_cast<size_t>(t) * c.q_dim() + static_cast<size_t>(g) * group * hd];
-    for (int p = 0; p < n_pos; ++p) {
-      vk.to_f32(cache.k_type(), cache.k_row(l, slot, p) + g * k_head_bytes, row, hd);
-      for (int h = 0; h < group; ++h) scores[h * n_ctx_ + p] = vk.dot(q0 + h * hd, row, hd) * scale;
-    }
-    float* out0 = &att_[static_cast<size_t>(t) * c.q_dim() + static_cast<size_t>(g) * group * hd];
-    for (int h = 0; h < group; ++h) {
-      ops::softmax(scores + h * n_ctx_, n_pos);
-      for (int i = 0; i < hd; ++i) out0[h * hd + i] = 0;
-    }
-    for (int p = 0; p < n_pos; ++p) {
-      vk.to_f32(cache.v_type(), cache.v_row(l, slot, p) + g * v_head_bytes, row, hd);
-      for (int h = 0; h < group; ++h) vk.axpy(out0 + h * hd, scores[h * n_ctx_ + p], row, hd);
-    }
+    kernels::AttendArgs a;
+    a.q = &q_[static_cast<size_t>(t) * c.q_dim() + static_cast<size_t>(g) * group * hd];
+    a.group = group;
+    a.head_dim = hd;
+    a.n_pos = b.pos[t] + 1;
+    a.scale = scale;
+    a.k = cache.k_row(l, slot, 0) + g * k_head_bytes;
+    a.k_stride = cache.k_row_bytes();
+    a.k_type = cache.k_type();
+    a.v = cache.v_row(l, slot, 0) + g * v_head_bytes;
+    a.v_stride = cache.v_row_bytes();
+    a.v_type = cache.v_type();
+    a.scores = &scores_[static_cast<size_t>(thread) * group * n_ctx_];
+    a.row = &row_buf_[static_cast<size_t>(thread) * hd];
+    a.out = &att_[static_cast<size_t>(t) * c.q_dim() + static_cast<size_t>(g) * group * hd];
+    kernels::attend(vk, a);
   });
 }
 

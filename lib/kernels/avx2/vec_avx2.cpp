@@ -68,7 +68,7 @@ void to_f32(TensorType type, const void* src, float* dst, int n) {
   }
 }
 
-const VecKernels kTable{to_f32, dot, axpy};
+const VecKernels kTable{to_f32, dot, axpy, nullptr};
 
 }  // namespace
 

@@ -22,6 +22,10 @@
 
 #include "kernels/matmul.h"
 
+namespace brisk::kernels {
+struct AttendArgs;  // kernels/vec.h
+}
+
 namespace brisk::kernels::avx512 {
 
 // Per type family (matmul_float.cpp, matmul_q.cpp, matmul_k.cpp).
@@ -47,6 +51,7 @@ void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
                size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
+bool attend(const AttendArgs& a);  // attend.cpp (kernels/vec.h)
 void quantize_q8_0_sums(const float* x, void* out, int64_t k);
 void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                       size_t act_stride, int ncols, float* out, size_t out_stride);

@@ -65,7 +65,7 @@ void to_f32(TensorType type, const void* src, float* dst, int n) {
   }
 }
 
-const VecKernels kTable{to_f32, dot, axpy};
+const VecKernels kTable{to_f32, dot, axpy, avx512::attend};
 
 }  // namespace
 

@@ -1,4 +1,6 @@
 #include "kernels/vec.h"
+
+#include "kernels/ops.h"
 #include "quant/quant.h"
 
 namespace brisk::kernels {
@@ -17,10 +19,31 @@ void axpy(float* y, float a, const float* x, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-const VecKernels kRef{to_f32, dot, axpy};
+const VecKernels kRef{to_f32, dot, axpy, nullptr};
 
 }  // namespace
 
 const VecKernels* ref_vec_kernels() { return &kRef; }
+
+void attend_reference(const VecKernels& vk, const AttendArgs& a) {
+  const int hd = a.head_dim;
+  for (int p = 0; p < a.n_pos; ++p) {
+    vk.to_f32(a.k_type, a.k + static_cast<size_t>(p) * a.k_stride, a.row, hd);
+    for (int h = 0; h < a.group; ++h) a.scores[h * a.n_pos + p] = vk.dot(a.q + h * hd, a.row, hd) * a.scale;
+  }
+  for (int h = 0; h < a.group; ++h) {
+    ops::softmax(a.scores + h * a.n_pos, a.n_pos);
+    for (int i = 0; i < hd; ++i) a.out[h * hd + i] = 0;
+  }
+  for (int p = 0; p < a.n_pos; ++p) {
+    vk.to_f32(a.v_type, a.v + static_cast<size_t>(p) * a.v_stride, a.row, hd);
+    for (int h = 0; h < a.group; ++h) vk.axpy(a.out + h * hd, a.scores[h * a.n_pos + p], a.row, hd);
+  }
+}
+
+void attend(const VecKernels& vk, const AttendArgs& a) {
+  if (vk.attend && vk.attend(a)) return;
+  attend_reference(vk, a);
+}
 
 }  // namespace brisk::kernels

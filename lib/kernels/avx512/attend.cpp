@@ -1,0 +1,139 @@
+// Fused AVX-512 attention for one KV head and the query heads that share it
+// (kernels/vec.h, AttendArgs). Versus the reference's row-at-a-time calls:
+// each cache row is converted in registers, not through memory; the scores of
+// 8 heads are reduced together by one shuffle tree instead of 8 horizontal
+// sums; and values are accumulated in registers for several heads at once.
+// Handles head_dim 64 or 128 with F32, F16 or Q8_0 cache rows.
+#include <math.h>
+
+#include "kernels/avx512/common.h"
+#include "kernels/vec.h"
+
+namespace brisk::kernels::avx512 {
+
+namespace {
+
+// One cache row of 16 * NV values as NV float vectors.
+template <TensorType T, int NV>
+inline void load_row(const uint8_t* p, __m512 (&v)[NV]) {
+  for (int i = 0; i < NV; ++i) {
+    if constexpr (T == TensorType::F32) {
+      v[i] = _mm512_loadu_ps(reinterpret_cast<const float*>(p) + 16 * i);
+    } else if constexpr (T == TensorType::F16) {
+      v[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i)));
+    } else {  // Q8_0: 34-byte blocks of 32, two vectors each
+      const uint8_t* b = p + 34 * (i / 2);
+      const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + 16 * (i % 2))));
+      v[i] = _mm512_mul_ps(_mm512_set1_ps(h2f(load_u16(b))), _mm512_cvtepi32_ps(q));
+    }
+  }
+}
+
+// The 8 horizontal sums of a[0..7], in order.
+inline __m256 reduce8(const __m512 (&a)[8]) {
+  // Per 128-bit lane, pairs then quads of vectors: lane l of s0123 holds
+  // lane l's partial sums of a0..a3.
+  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]), _mm512_unpackhi_ps(a[0], a[1]));
+  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]), _mm512_unpackhi_ps(a[2], a[3]));
+  const __m512 s45 = _mm512_add_ps(_mm512_unpacklo_ps(a[4], a[5]), _mm512_unpackhi_ps(a[4], a[5]));
+  const __m512 s67 = _mm512_add_ps(_mm512_unpacklo_ps(a[6], a[7]), _mm512_unpackhi_ps(a[6], a[7]));
+  const __m512 s0123 = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 s4567 = _mm512_add_ps(_mm512_shuffle_ps(s45, s67, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_ps(s45, s67, _MM_SHUFFLE(3, 2, 3, 2)));
+  // Then across the four lanes.
+  const __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(s0123, s4567, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_f32x4(s0123, s4567, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_castps512_ps256(u);
+}
+
+template <TensorType KT, TensorType VT, int NV>
+void attend_impl(const AttendArgs& a) {
+  constexpr int hd = 16 * NV;
+  const int G = a.group;
+  // Scores position-major: scores[p * G + h].
+  for (int p = 0; p < a.n_pos; ++p) {
+    __m512 k[NV];
+    load_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride, k);
+    for (int h0 = 0; h0 < G; h0 += 8) {
+      const int nh = G - h0 < 8 ? G - h0 : 8;
+      __m512 acc[8];
+      for (int j = 0; j < 8; ++j) {
+        acc[j] = _mm512_setzero_ps();
+        if (j < nh)
+          for (int i = 0; i < NV; ++i) acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(a.q + (h0 + j) * hd + 16 * i), k[i], acc[j]);
+      }
+      const __m256 s = _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(a.scale));
+      _mm256_mask_storeu_ps(a.scores + static_cast<size_t>(p) * G + h0, static_cast<__mmask8>((1u << nh) - 1), s);
+    }
+  }
+  // Softmax per head; the weights are normalised here so the value pass is
+  // a plain weighted sum.
+  for (int h = 0; h < G; ++h) {
+    float mx = a.scores[h];
+    for (int p = 1; p < a.n_pos; ++p) mx = a.scores[static_cast<size_t>(p) * G + h] > mx ? a.scores[static_cast<size_t>(p) * G + h] : mx;
+    float sum = 0;
+    for (int p = 0; p < a.n_pos; ++p) {
+      float& s = a.scores[static_cast<size_t>(p) * G + h];
+      s = expf(s - mx);  // the C function: no inline std:: code in ISA files
+      sum += s;
+    }
+    const float inv = 1.0f / sum;
+    for (int p = 0; p < a.n_pos; ++p) a.scores[static_cast<size_t>(p) * G + h] *= inv;
+  }
+  // Values, a few heads at a time so their accumulators fit in registers.
+  constexpr int HB = NV >= 16 ? 1 : 16 / NV;
+  for (int h0 = 0; h0 < G; h0 += HB) {
+    const int nh = G - h0 < HB ? G - h0 : HB;
+    __m512 acc[HB][NV];
+    for (int j = 0; j < HB; ++j)
+      for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_setzero_ps();
+    for (int p = 0; p < a.n_pos; ++p) {
+      __m512 v[NV];
+      load_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride, v);
+      const float* w = a.scores + static_cast<size_t>(p) * G + h0;
+      for (int j = 0; j < HB; ++j) {
+        if (j >= nh) break;
+        const __m512 wj = _mm512_set1_ps(w[j]);
+        for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_fmadd_ps(wj, v[i], acc[j][i]);
+      }
+    }
+    for (int j = 0; j < nh; ++j)
+      for (int i = 0; i < NV; ++i) _mm512_storeu_ps(a.out + (h0 + j) * hd + 16 * i, acc[j][i]);
+  }
+}
+
+template <TensorType KT, int NV>
+bool with_v(const AttendArgs& a) {
+  switch (a.v_type) {
+    case TensorType::F16: attend_impl<KT, TensorType::F16, NV>(a); return true;
+    case TensorType::F32: attend_impl<KT, TensorType::F32, NV>(a); return true;
+    case TensorType::Q8_0: attend_impl<KT, TensorType::Q8_0, NV>(a); return true;
+    default: return false;
+  }
+}
+
+template <int NV>
+bool with_k(const AttendArgs& a) {
+  switch (a.k_type) {
+    case TensorType::F16: return with_v<TensorType::F16, NV>(a);
+    case TensorType::F32: return with_v<TensorType::F32, NV>(a);
+    case TensorType::Q8_0: return with_v<TensorType::Q8_0, NV>(a);
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool attend(const AttendArgs& a) {
+  if (a.n_pos <= 0) return false;
+  switch (a.head_dim) {
+    case 64: return with_k<4>(a);
+    case 128: return with_k<8>(a);
+    default: return false;
+  }
+}
+
+}  // namespace brisk::kernels::avx512
