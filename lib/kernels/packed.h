@@ -27,7 +27,16 @@
 // computes garbage-free zeros that the kernels do not store. Sizes match the
 // GGUF layout exactly for an even block count: packing costs no memory.
 //
-// Activations for packed kernels ("Q8_0 with sums"): a column is its nb Q8_0
+// Q4_K (256-weight super-blocks of 8 sub-blocks of 32, against Q8_K
+// activations): per super-block, kQ4KSuperBytes bytes:
+//   [0, 32) 16 fp16 d; [32, 64) 16 fp16 dmin;
+//   [64, 192) the 6-bit sub-block scales as bytes, sub-block s row r at 64 + 16s + r;
+//   [192, 320) the sub-block mins likewise;
+//   [320, 2368) the nibbles: GGUF's 32-byte runs j = 0..3 (low nibbles
+//   sub-block 2j, high nibbles 2j+1), slice m of run j, row r at
+//   320 + 512j + 64m + 4r. (+2.8% over the GGUF size: scales unpacked.)
+//
+// Activations for packed Q4_0/Q8_0 kernels ("Q8_0 with sums"): a column is its nb Q8_0
 // blocks as ggml makes them, then, from the next 64-byte boundary, nb floats
 // (each block's scale, widened) and nb int32 (each block's sum of qs). The
 // kernels subtract 8 x sum (Q4_0) or 128 x sum (Q8_0) per block to undo the
@@ -41,8 +50,9 @@
 namespace brisk::kernels {
 
 constexpr int kPackRows = 16;
+constexpr size_t kQ4KSuperBytes = 2368;
 
-// True for the weight types that have a packed layout (Q4_0, Q8_0).
+// True for the weight types that have a packed layout (Q4_0, Q8_0, Q4_K).
 bool packable(TensorType t);
 // Bytes of one 16-row group of a packed matrix with k values per row.
 size_t packed_group_bytes(TensorType t, int64_t k);
@@ -60,6 +70,8 @@ void quantize_q8_0_sums_ref(const float* x, void* out, int64_t k);
 // w = first row group and w_stride = bytes per group). Ground truth for the
 // SIMD versions and the fallback when no SIMD version exists.
 void gemm_q4_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                          size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q8_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels over packed Q4_0 / Q8_0 weights (layout: packed.h).
+// AVX-512 VNNI kernels over packed Q4_0 / Q8_0 / Q4_K weights (layout: packed.h).
 //
 // A tile is one 16-row group times up to 8 activation columns. Per block,
 // the group's weights become 8 vectors W[j] whose 32-bit slot r holds row r's
@@ -40,6 +40,21 @@ inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
+}
+
+// Stores a 16-row group's results for C columns (rows past nrows are not written).
+template <int C>
+inline void store_group(float* out, size_t out_stride, int nrows, int g, int c0, const __m512 (&acc)[C]) {
+  const int r0 = g * kPackRows;
+  const int valid = nrows - r0 < kPackRows ? nrows - r0 : kPackRows;
+  for (int c = 0; c < C; ++c) {
+    float* o = out + static_cast<size_t>(c0 + c) * out_stride + r0;
+    if (valid == kPackRows) {
+      _mm512_storeu_ps(o, acc[c]);
+    } else {
+      _mm512_mask_storeu_ps(o, lane_mask(valid), acc[c]);
+    }
+  }
 }
 
 template <TensorType T>
@@ -101,16 +116,7 @@ struct PackedTile {
         acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), scale, acc[c]);
       }
     }
-    const int r0 = g * kPackRows;
-    const int valid = nrows - r0 < kPackRows ? nrows - r0 : kPackRows;
-    for (int c = 0; c < C; ++c) {
-      float* o = out + static_cast<size_t>(c0 + c) * out_stride + r0;
-      if (valid == kPackRows) {
-        _mm512_storeu_ps(o, acc[c]);
-      } else {
-        _mm512_mask_storeu_ps(o, lane_mask(valid), acc[c]);
-      }
-    }
+    store_group(out, out_stride, nrows, g, c0, acc);
   }
 };
 
@@ -131,13 +137,9 @@ inline void dispatch(const Tile& t, int g, int c0, int cn) {
 constexpr int kColTile = 6;
 constexpr int kColBlock = 32;
 
-template <TensorType T>
-void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
-                 float* out, size_t out_stride) {
-  const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                        act_stride, q8_0_sums_offset(k), out, out_stride};
+template <int kTile, typename Tile>
+void drive(const Tile& t, int nrows, int ncols) {
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-  constexpr int kTile = Traits<T>::kColTile;
   for (int cb = 0; cb < ncols; cb += kColBlock) {
     const int ce = ncols - cb < kColBlock ? ncols : cb + kColBlock;
     // Tiles as even as possible (8 columns: 4 + 4, not 6 + 2): a narrow
@@ -154,6 +156,83 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
     }
   }
 }
+
+template <TensorType T>
+void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
+                 float* out, size_t out_stride) {
+  const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                        act_stride, q8_0_sums_offset(k), out, out_stride};
+  drive<Traits<T>::kColTile>(t, nrows, ncols);
+}
+
+// Q4_K super-blocks (packed.h). Per sub-block of 32: 8 vpdpbusd per column
+// give each row's integer dot, which one FMA scales by the row's sub-block
+// scale into a per-column float sum; the super-block's d, dmin and the
+// activation's scale and sums finish it once per 256 weights.
+struct Q4KTile {
+  int64_t nsb;
+  const uint8_t* w;
+  size_t w_stride;
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  float* out;
+  size_t out_stride;
+
+  template <int C>
+  void run(int g, int c0) const {
+    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const quant::BlockQ8_K* a[C];
+    for (int c = 0; c < C; ++c)
+      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    alignas(64) float scf[8][16], mnf[8][16];
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
+      for (int s = 0; s < 8; ++s) {
+        _mm512_store_ps(scf[s], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s)))));
+        _mm512_store_ps(mnf[s], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192 + 16 * s)))));
+      }
+      __m512 tmp[C];
+      for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
+      for (int s = 0; s < 8; ++s) {
+        const uint8_t* run = sb + 320 + 512 * (s / 2);
+        __m512i W[8];
+        for (int m = 0; m < 8; ++m) {
+          const __m512i q = _mm512_loadu_si512(run + 64 * m);
+          W[m] = _mm512_and_si512(s % 2 ? _mm512_srli_epi16(q, 4) : q, nib);
+        }
+        const __m512 sc = _mm512_load_ps(scf[s]);
+        for (int c = 0; c < C; ++c) {
+          const int8_t* qa = a[c][b].qs + 32 * s;
+          __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+          for (int m = 0; m < 8; m += 2) {
+            i0 = _mm512_dpbusd_epi32(i0, W[m], _mm512_set1_epi32(load_i32(qa + 4 * m)));
+            i1 = _mm512_dpbusd_epi32(i1, W[m + 1], _mm512_set1_epi32(load_i32(qa + 4 * m + 4)));
+          }
+          tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), sc, tmp[c]);
+        }
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
+      for (int c = 0; c < C; ++c) {
+        const quant::BlockQ8_K& ab = a[c][b];
+        __m512 mins = _mm512_setzero_ps();
+        for (int s = 0; s < 8; ++s)
+          mins = _mm512_fmadd_ps(_mm512_load_ps(mnf[s]),
+                                 _mm512_set1_ps(static_cast<float>(ab.bsums[2 * s] + ab.bsums[2 * s + 1])), mins);
+        const __m512 da = _mm512_set1_ps(ab.d);
+        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), tmp[c], acc[c]);
+        acc[c] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), mins, acc[c]);
+      }
+    }
+    store_group(out, out_stride, nrows, g, c0, acc);
+  }
+};
 
 }  // namespace
 
@@ -180,6 +259,12 @@ void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
   gemm_packed<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                      int ncols, float* out, size_t out_stride) {
+  const Q4KTile t{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                  act_stride, out, out_stride};
+  drive<4>(t, nrows, ncols);
 }
 
 }  // namespace brisk::kernels::avx512

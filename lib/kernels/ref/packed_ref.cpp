@@ -7,11 +7,14 @@
 #include "kernels/packed.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
+#include "quant/quant_internal.h"
 
 namespace brisk::kernels {
 
 using quant::BlockQ4_0;
+using quant::BlockQ4_K;
 using quant::BlockQ8_0;
+using quant::BlockQ8_K;
 
 namespace {
 
@@ -29,15 +32,51 @@ size_t slices_offset(TensorType t, int64_t b) {
 
 }  // namespace
 
-bool packable(TensorType t) { return t == TensorType::Q4_0 || t == TensorType::Q8_0; }
+bool packable(TensorType t) { return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K; }
 
 size_t packed_group_bytes(TensorType t, int64_t k) {
+  if (t == TensorType::Q4_K) return static_cast<size_t>(k / 256) * kQ4KSuperBytes;
   const int64_t nb = k / 32;
   return static_cast<size_t>((nb + 1) / 2) * pair_bytes(t);
 }
 
+namespace {
+
+// Q4_K: one super-block of 16 rows (packed.h).
+void pack_q4_k(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
+  for (int r = 0; r < nrows; ++r) {
+    const auto* x = reinterpret_cast<const BlockQ4_K*>(rows + static_cast<size_t>(r) * row_stride);
+    for (int64_t b = 0; b < k / 256; ++b) {
+      uint8_t* sb = group + static_cast<size_t>(b) * kQ4KSuperBytes;
+      std::memcpy(sb + 2 * r, &x[b].d, 2);
+      std::memcpy(sb + 32 + 2 * r, &x[b].dmin, 2);
+      for (int s = 0; s < 8; ++s) quant::detail::get_scale_min_k4(s, x[b].scales, sb + 64 + 16 * s + r, sb + 192 + 16 * s + r);
+      for (int j = 0; j < 4; ++j)
+        for (int m = 0; m < 8; ++m) std::memcpy(sb + 320 + 512 * j + 64 * m + 4 * r, x[b].qs + 32 * j + 4 * m, 4);
+    }
+  }
+}
+
+void unpack_q4_k(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride) {
+  for (int r = 0; r < nrows; ++r) {
+    auto* x = reinterpret_cast<BlockQ4_K*>(rows + static_cast<size_t>(r) * row_stride);
+    for (int64_t b = 0; b < k / 256; ++b) {
+      const uint8_t* sb = group + static_cast<size_t>(b) * kQ4KSuperBytes;
+      std::memcpy(&x[b].d, sb + 2 * r, 2);
+      std::memcpy(&x[b].dmin, sb + 32 + 2 * r, 2);
+      std::memset(x[b].scales, 0, sizeof x[b].scales);
+      for (int s = 0; s < 8; ++s) quant::detail::set_scale_min_k4(s, x[b].scales, sb[64 + 16 * s + r], sb[192 + 16 * s + r]);
+      for (int j = 0; j < 4; ++j)
+        for (int m = 0; m < 8; ++m) std::memcpy(x[b].qs + 32 * j + 4 * m, sb + 320 + 512 * j + 64 * m + 4 * r, 4);
+    }
+  }
+}
+
+}  // namespace
+
 void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
   std::memset(group, 0, packed_group_bytes(t, k));
+  if (t == TensorType::Q4_K) return pack_q4_k(rows, row_stride, nrows, k, group);
   const int64_t nb = k / 32;
   for (int r = 0; r < nrows; ++r) {
     const uint8_t* row = rows + static_cast<size_t>(r) * row_stride;
@@ -56,6 +95,7 @@ void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nr
 }
 
 void unpack_row_group(TensorType t, const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride) {
+  if (t == TensorType::Q4_K) return unpack_q4_k(group, nrows, k, rows, row_stride);
   const int64_t nb = k / 32;
   for (int r = 0; r < nrows; ++r) {
     uint8_t* row = rows + static_cast<size_t>(r) * row_stride;
@@ -137,6 +177,39 @@ void gemm_q4_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, 
                           size_t act_stride, int ncols, float* out, size_t out_stride) {
   gemm_packed_ref<TensorType::Q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
+// Q4_K: w = d * sc_s * q - dmin * m_s per sub-block s of 32; against Q8_K
+// activations (one scale per 256, sums per 16).
+void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                          int ncols, float* out, size_t out_stride) {
+  for (int c = 0; c < ncols; ++c) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride);
+    for (int r = 0; r < nrows; ++r) {
+      const uint8_t* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r / kPackRows) * w_stride;
+      const int rr = r % kPackRows;
+      float sum = 0;
+      for (int64_t b = 0; b < k / 256; ++b) {
+        const uint8_t* sb = group + static_cast<size_t>(b) * kQ4KSuperBytes;
+        int32_t dot = 0, mins = 0;
+        for (int s = 0; s < 8; ++s) {
+          int32_t ds = 0;
+          for (int m = 0; m < 8; ++m)
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t q = sb[320 + 512 * (s / 2) + 64 * m + 4 * rr + i];
+              ds += ((s % 2 ? q >> 4 : q & 0xF)) * a[b].qs[32 * s + 4 * m + i];
+            }
+          dot += ds * sb[64 + 16 * s + rr];
+          mins += (a[b].bsums[2 * s] + a[b].bsums[2 * s + 1]) * sb[192 + 16 * s + rr];
+        }
+        uint16_t d, dmin;
+        std::memcpy(&d, sb + 2 * rr, 2);
+        std::memcpy(&dmin, sb + 32 + 2 * rr, 2);
+        sum += a[b].d * (fp16_to_f32(d) * static_cast<float>(dot) - fp16_to_f32(dmin) * static_cast<float>(mins));
+      }
+      out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;
+    }
+  }
+}
+
 void gemm_q8_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride) {
   gemm_packed_ref<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
