@@ -42,6 +42,13 @@ inline int32_t load_i32(const void* p) {
   return v;
 }
 
+// How far ahead of the current block the weight stream is prefetched.
+// Measured on Zen 4 with DRAM-resident weights: 4.5 KB lifted 4-8 column
+// tiles by 40-50% (the first tile of a group otherwise waits on DRAM at
+// every block) and is neutral for one column, where the hardware prefetcher
+// already keeps up; 2.3 KB gained less and 9 KB no more.
+constexpr size_t kPrefetchBytes = 4608;
+
 // Stores a 16-row group's results for C columns (rows past nrows are not written).
 template <int C>
 inline void store_group(float* out, size_t out_stride, int nrows, int g, int c0, const __m512 (&acc)[C]) {
@@ -90,6 +97,9 @@ struct PackedTile {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
       const uint8_t* sl = pair + 64 + static_cast<size_t>(b & 1) * kSlices * 64;
+      // Once per pair, its lines kPrefetchBytes ahead (groups are contiguous,
+      // so this runs on into the next group).
+      if ((b & 1) == 0) prefetch_bytes<kPairBytes>(pair + kPrefetchBytes);
       __m512i W[8];
       if constexpr (T == TensorType::Q4_0) {
         for (int m = 0; m < 4; ++m) {
@@ -191,6 +201,7 @@ struct Q4KTile {
     alignas(64) float scf[8][16], mnf[8][16];
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
+      prefetch_bytes<kQ4KSuperBytes>(sb + kPrefetchBytes);
       for (int s = 0; s < 8; ++s) {
         _mm512_store_ps(scf[s], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s)))));
