@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "quant/quant.h"
+#include "threads/topology.h"
 
 namespace brisk {
 
@@ -34,6 +35,7 @@ uint8_t* alloc_zeroed(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
+  interleave_across_numa_nodes(p, rounded);  // before the first touch
   std::memset(p, 0, rounded);
   return static_cast<uint8_t*>(p);
 }

@@ -13,6 +13,7 @@
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
 #include "model/weights.h"
+#include "threads/topology.h"
 
 namespace brisk {
 
@@ -60,6 +61,7 @@ uint64_t Weights::pack_for_kernels() {
   // Start on a 2 MB boundary so whole huge pages back the weights.
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf->p) + kHuge - 1) & ~(kHuge - 1));
   ::madvise(base, total, MADV_HUGEPAGE);
+  interleave_across_numa_nodes(base, total);  // before packing touches the pages
 
   size_t off = 0;
   for (Matrix* m : todo) {

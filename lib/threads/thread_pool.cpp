@@ -335,6 +335,8 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
       if (!unpinned_reason.empty()) d += " (" + unpinned_reason + ")";
     }
   }
+  const int nodes = cpu_topology().numa_nodes;
+  if (nodes > 1) d += "; " + std::to_string(nodes) + " NUMA nodes, weights and KV interleaved";
   p.description = std::move(d);
 }
 

@@ -69,6 +69,13 @@ CpuTopology load() {
       if (hwloc_bitmap_isset(allowed, static_cast<unsigned>(cpu))) c.cpus.push_back(cpu);
     if (!c.cpus.empty()) t.cores.push_back(std::move(c));
   }
+  int nodes = 0;
+  const int n_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  for (int i = 0; i < n_nodes; ++i) {
+    hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    if (node && node->cpuset && hwloc_bitmap_intersects(node->cpuset, allowed)) ++nodes;
+  }
+  t.numa_nodes = std::max(1, nodes);
   if (t.cores.empty()) {  // no core objects: count each allowed CPU as a core
     t.source = "hwloc (no core objects)";
     for (int cpu = hwloc_bitmap_first(allowed); cpu != -1; cpu = hwloc_bitmap_next(allowed, cpu))
@@ -84,6 +91,19 @@ CpuTopology load() {
 const CpuTopology& cpu_topology() {
   static const CpuTopology topology = load();
   return topology;
+}
+
+bool interleave_across_numa_nodes(void* p, size_t n) {
+  if (!p || n == 0 || cpu_topology().numa_nodes < 2) return false;
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0) return false;
+  bool ok = false;
+  if (hwloc_topology_load(topo) == 0) {
+    ok = hwloc_set_area_membind(topo, p, n, hwloc_topology_get_allowed_nodeset(topo), HWLOC_MEMBIND_INTERLEAVE,
+                                HWLOC_MEMBIND_BYNODESET) == 0;
+  }
+  hwloc_topology_destroy(topo);
+  return ok;
 }
 
 }  // namespace brisk

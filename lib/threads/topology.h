@@ -1,6 +1,7 @@
 // The CPUs this process may run on, grouped by physical core (SMT siblings
 // together), read once with hwloc. The thread pool sizes and pins from it.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ struct CpuCore {
 struct CpuTopology {
   std::vector<CpuCore> cores;  // allowed physical cores, in hwloc logical order
   int n_cpus = 0;              // allowed logical CPUs
+  int numa_nodes = 1;          // NUMA nodes holding allowed CPUs
   std::string source;          // "hwloc", or why the fallback was used
 };
 
@@ -24,5 +26,13 @@ struct CpuTopology {
 // If hwloc fails, every CPU of the affinity mask counts as a core (or
 // hardware_concurrency() CPUs when even the mask cannot be read).
 const CpuTopology& cpu_topology();
+
+// On a machine with several NUMA nodes, asks that the not-yet-touched pages
+// of [p, p + n) be spread round-robin over the nodes (hwloc interleave
+// binding), so that memory every core reads, whichever tasks it takes
+// (weights, KV cache), is not all behind one node's controller. Call before
+// the first write. Returns false (and does nothing) on one node or when the
+// OS refuses; purely a placement hint.
+bool interleave_across_numa_nodes(void* p, size_t n);
 
 }  // namespace brisk
