@@ -9,6 +9,7 @@
 // parallel work inside).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/batch.h"
@@ -54,12 +55,27 @@ class Forward {
   int max_tokens_;
   int n_ctx_;
   MatmulOp mm_;
-  // Scratch, one row per batch token.
-  std::vector<float> x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
-  std::vector<float> rope_cs_;   // (cos, sin) per token per frequency
-  std::vector<float> scores_;    // per thread: attention weights, [group][n_ctx]
-  std::vector<float> row_buf_;   // per thread: one cache row as floats
-  std::vector<float> logits_;
+  // Scratch sized for the largest batch but left uninitialised, so only the
+  // pages a step actually writes become resident: generating one token at a
+  // time does not pay resident memory for a 512-token prompt batch it never
+  // ran (logits alone would be 512 x vocab floats).
+  class Scratch {
+   public:
+    void resize(size_t n) { p_.reset(new float[n]); }  // default-init: pages untouched
+    float* data() { return p_.get(); }
+    const float* data() const { return p_.get(); }
+    float& operator[](size_t i) { return p_[i]; }
+    const float& operator[](size_t i) const { return p_[i]; }
+
+   private:
+    std::unique_ptr<float[]> p_;
+  };
+  // One row per batch token.
+  Scratch x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
+  Scratch rope_cs_;  // (cos, sin) per token per frequency
+  Scratch scores_;   // per thread: attention weights, [group][n_ctx]
+  Scratch row_buf_;  // per thread: one cache row as floats
+  Scratch logits_;
   std::vector<float> inv_freq_;  // per frequency pair
 };
 
