@@ -49,6 +49,25 @@ inline __m256 reduce8(const __m512 (&a)[8]) {
   return _mm512_castps512_ps256(u);
 }
 
+// e^x for x <= 0 (softmax inputs minus their maximum), Cephes' expf method:
+// x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, then
+// scaling by 2^n. Relative error ~1e-7, as expf; below -87 it returns ~0.
+inline __m512 exp512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(y, n);
+}
+
 template <TensorType KT, TensorType VT, int NV>
 void attend_impl(const AttendArgs& a) {
   constexpr int hd = 16 * NV;
@@ -69,19 +88,37 @@ void attend_impl(const AttendArgs& a) {
       _mm256_mask_storeu_ps(a.scores + static_cast<size_t>(p) * G + h0, static_cast<__mmask8>((1u << nh) - 1), s);
     }
   }
-  // Softmax per head; the weights are normalised here so the value pass is
-  // a plain weighted sum.
-  for (int h = 0; h < G; ++h) {
-    float mx = a.scores[h];
-    for (int p = 1; p < a.n_pos; ++p) mx = a.scores[static_cast<size_t>(p) * G + h] > mx ? a.scores[static_cast<size_t>(p) * G + h] : mx;
-    float sum = 0;
+  // Softmax per head. Up to 16 heads run side by side (lane h = head h, one
+  // masked vector per position); the 1/sum is applied to the outputs.
+  alignas(64) float inv[16];
+  if (G <= 16) {
+    const __mmask16 m = lane_mask(G);
+    __m512 mx = _mm512_maskz_loadu_ps(m, a.scores);
+    for (int p = 1; p < a.n_pos; ++p) mx = _mm512_max_ps(mx, _mm512_maskz_loadu_ps(m, a.scores + static_cast<size_t>(p) * G));
+    __m512 sum = _mm512_setzero_ps();
     for (int p = 0; p < a.n_pos; ++p) {
-      float& s = a.scores[static_cast<size_t>(p) * G + h];
-      s = expf(s - mx);  // the C function: no inline std:: code in ISA files
-      sum += s;
+      float* s = a.scores + static_cast<size_t>(p) * G;
+      const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s), mx));
+      _mm512_mask_storeu_ps(s, m, e);
+      sum = _mm512_add_ps(sum, e);
     }
-    const float inv = 1.0f / sum;
-    for (int p = 0; p < a.n_pos; ++p) a.scores[static_cast<size_t>(p) * G + h] *= inv;
+    _mm512_store_ps(inv, _mm512_maskz_div_ps(m, _mm512_set1_ps(1.0f), sum));
+  } else {
+    for (int h = 0; h < G; ++h) {
+      float mx = a.scores[h];
+      for (int p = 1; p < a.n_pos; ++p) {
+        const float v = a.scores[static_cast<size_t>(p) * G + h];
+        mx = v > mx ? v : mx;
+      }
+      float sum = 0;
+      for (int p = 0; p < a.n_pos; ++p) {
+        float& s = a.scores[static_cast<size_t>(p) * G + h];
+        s = expf(s - mx);  // the C function: no inline std:: code in ISA files
+        sum += s;
+      }
+      const float r = 1.0f / sum;
+      for (int p = 0; p < a.n_pos; ++p) a.scores[static_cast<size_t>(p) * G + h] *= r;
+    }
   }
   // Values, a few heads at a time so their accumulators fit in registers.
   constexpr int HB = NV >= 16 ? 1 : 16 / NV;
@@ -100,8 +137,10 @@ void attend_impl(const AttendArgs& a) {
         for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_fmadd_ps(wj, v[i], acc[j][i]);
       }
     }
-    for (int j = 0; j < nh; ++j)
-      for (int i = 0; i < NV; ++i) _mm512_storeu_ps(a.out + (h0 + j) * hd + 16 * i, acc[j][i]);
+    for (int j = 0; j < nh; ++j) {
+      const __m512 r = _mm512_set1_ps(G <= 16 ? inv[h0 + j] : 1.0f);
+      for (int i = 0; i < NV; ++i) _mm512_storeu_ps(a.out + (h0 + j) * hd + 16 * i, _mm512_mul_ps(acc[j][i], r));
+    }
   }
 }
 
