@@ -89,3 +89,23 @@ TEST_CASE("fused attention matches the reference on every ISA", "[vec][attend]")
   }
   if (vec_kernels_for(Isa::avx512)) REQUIRE(fused > 0);
 }
+
+TEST_CASE("swiglu matches the reference on every ISA", "[vec]") {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0, 4);
+  const VecKernels& ref = *ref_vec_kernels();
+  for (Isa isa : {Isa::avx2, Isa::avx512}) {
+    const VecKernels* k = vec_kernels_for(isa);
+    if (!k) continue;
+    for (int n : {1, 15, 16, 17, 100, 5632}) {
+      std::vector<float> g(n), u(n);
+      for (int i = 0; i < n; ++i) g[i] = nd(rng), u[i] = nd(rng);
+      if (n == 100) g[0] = 100, g[1] = -100, g[2] = 0, g[3] = 88.5f, g[4] = -88.5f;
+      std::vector<float> g1 = g, g2 = g;
+      k->swiglu(g1.data(), u.data(), n);
+      ref.swiglu(g2.data(), u.data(), n);
+      INFO(isa_name(isa) << " n=" << n);
+      for (int i = 0; i < n; ++i) REQUIRE(g1[i] == Approx(g2[i]).epsilon(1e-5).margin(1e-6));
+    }
+  }
+}

@@ -21,6 +21,8 @@ struct VecKernels {
   // ISA has no fused version for the shape or cache types, and the caller
   // uses attend_reference. nullptr: never fused.
   bool (*attend)(const struct AttendArgs& a);
+  // gate = silu(gate) * up (SwiGLU), as ops::swiglu.
+  void (*swiglu)(float* gate, const float* up, int64_t n);
 };
 
 // Attention of the `group` query heads that share one KV head, over cache

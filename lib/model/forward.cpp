@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/ops.h"
+#include "kernels/vec.h"
 #include "kv/kv_cache.h"
 #include "quant/quant.h"
 #include "threads/thread_pool.h"
@@ -120,8 +121,9 @@ void Forward::feed_forward_block(int l, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& L = w_.layers[l];
   mm_.run(pool, {{&L.w_gate, gate_.data(), c.n_ff}, {&L.w_up, up_.data(), c.n_ff}}, xn_.data(), c.n_embd, n);
+  const kernels::VecKernels& vk = kernels::vec_kernels();
   for (int t = 0; t < n; ++t)
-    ops::swiglu(&gate_[static_cast<size_t>(t) * c.n_ff], &up_[static_cast<size_t>(t) * c.n_ff], c.n_ff);
+    vk.swiglu(&gate_[static_cast<size_t>(t) * c.n_ff], &up_[static_cast<size_t>(t) * c.n_ff], c.n_ff);
   mm_.invalidate();
   mm_.run(pool, L.w_down, gate_.data(), c.n_ff, n, tmp_.data(), c.n_embd);
 }

@@ -20,7 +20,9 @@ const uint8_t* MatmulOp::converted(ThreadPool& pool, QuantizeFn quantize, size_t
   if (slot->bytes.size() < stride * static_cast<size_t>(ncols)) slot->bytes.resize(stride * static_cast<size_t>(ncols));
   uint8_t* dst = slot->bytes.data();
   auto convert = [&](int64_t c, int) { quantize(x + c * x_stride, dst + c * stride, k); };
-  if (ncols >= 4) {
+  // A column converts in about a microsecond: below a prompt-sized batch a
+  // parallel pass costs more in its barrier than it saves.
+  if (ncols >= 32) {
     pool.parallel_for(ncols, convert);
   } else {
     for (int c = 0; c < ncols; ++c) convert(c, 0);

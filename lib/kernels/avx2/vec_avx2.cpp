@@ -1,6 +1,7 @@
 // avx2 attention vector kernels (see kernels/vec.h). Like every file here it
 // avoids inline helpers of shared headers (see common.h: ODR across ISAs).
 #include "kernels/avx2/common.h"
+#include "kernels/ops.h"
 #include "kernels/vec.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -68,7 +69,7 @@ void to_f32(TensorType type, const void* src, float* dst, int n) {
   }
 }
 
-const VecKernels kTable{to_f32, dot, axpy, nullptr};
+const VecKernels kTable{to_f32, dot, axpy, nullptr, ops::swiglu};
 
 }  // namespace
 

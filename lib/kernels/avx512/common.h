@@ -116,6 +116,26 @@ static inline float q8_block(const float* x, __m512i* q0, __m512i* q1) {
   return d;
 }
 
+// e^x by Cephes' expf method: x = n ln2 + r with |r| <= ln2/2, a degree-6
+// polynomial for e^r, then scaling by 2^n (vscalefps: overflow gives inf).
+// Relative error ~1e-7, as expf; below -87 it returns ~0 instead of
+// subnormals.
+static inline __m512 exp512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(y, n);
+}
+
 // Prefetches the cache lines of [p, p + Bytes). Decode (one column) walks
 // the rows one after another, a single linear stream that the hardware
 // prefetcher follows well; measured on Zen 4, reading 2 or 4 rows side by

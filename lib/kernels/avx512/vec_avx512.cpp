@@ -65,7 +65,24 @@ void to_f32(TensorType type, const void* src, float* dst, int n) {
   }
 }
 
-const VecKernels kTable{to_f32, dot, axpy, avx512::attend};
+// silu(g) * u = g * u / (1 + e^-g).
+void swiglu(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (; i + W <= n; i += W) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = avx512::exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_storeu_ps(gate + i, _mm512_div_ps(_mm512_mul_ps(g, _mm512_loadu_ps(up + i)), _mm512_add_ps(one, e)));
+  }
+  if (i < n) {
+    const __mmask16 m = avx512::lane_mask(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 e = avx512::exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_mask_storeu_ps(gate + i, m, _mm512_div_ps(_mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, up + i)), _mm512_add_ps(one, e)));
+  }
+}
+
+const VecKernels kTable{to_f32, dot, axpy, avx512::attend, swiglu};
 
 }  // namespace
 

@@ -19,7 +19,7 @@ void axpy(float* y, float a, const float* x, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-const VecKernels kRef{to_f32, dot, axpy, nullptr};
+const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu};
 
 }  // namespace
 
