@@ -28,7 +28,7 @@ Evaluator::Evaluator(const Model& model, const EvalOptions& o)
       weights_(model.weights()),
       pool_(pool_options(o)),
       cache_(model.config(), 1, checked_ctx(model, o.n_ctx), o.cache_type.value_or(default_cache_type(model)),
-             o.cache_type.value_or(default_cache_type(model))),
+             o.cache_type_v.value_or(o.cache_type.value_or(default_cache_type(model)))),
       fwd_(model.config(), weights_, o.n_ctx, o.n_ctx, pool_.size()) {}
 
 const float* Evaluator::run(const int32_t* tokens, int n) {

@@ -18,7 +18,8 @@ namespace brisk::calib {
 struct EvalOptions {
   int n_ctx = 256;
   int n_threads = 0;  // 0: one per physical core
-  std::optional<TensorType> cache_type;  // unset: the session default for the model
+  std::optional<TensorType> cache_type;    // unset: the session default for the model
+  std::optional<TensorType> cache_type_v;  // values, if different from cache_type
   AbortCheck abort = nullptr;
   void* abort_ctx = nullptr;
 };

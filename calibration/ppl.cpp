@@ -112,9 +112,11 @@ PplResult perplexity_chunks(const Model& model, const Model* base, const std::ve
   EvalOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.n_threads = o.n_threads;
-  Evaluator ev(model, eo);
   std::unique_ptr<Evaluator> ev_base;
   if (base) ev_base = std::make_unique<Evaluator>(*base, eo);
+  eo.cache_type = o.cache_type_k;
+  eo.cache_type_v = o.cache_type_v;
+  Evaluator ev(model, eo);
 
   std::vector<float> lp(n_vocab), lpb(n_vocab), base_rows;
   double s_nll = 0, s_nll2 = 0, s_b = 0, s_b2 = 0, s_cross = 0, s_kl = 0, s_kl2 = 0, s_d = 0, s_d2 = 0;

@@ -10,8 +10,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/tensor_type.h"
 
 #include "model/model.h"
 
@@ -31,6 +34,9 @@ struct PplOptions {
   ScoreMode scoring = ScoreMode::second_half;
   int64_t max_chars = -1;  // < 0: whole text
   int n_threads = 0;
+  // KV cache types of the evaluated model (the base model keeps its default,
+  // so a KL against it measures what the cache type costs).
+  std::optional<TensorType> cache_type_k, cache_type_v;
   bool keep_kld_values = false;  // keep per-position KL in the result
   // (chunks done, chunks total); return false to cancel (BRISK_ERR_CANCELLED).
   std::function<bool(uint64_t, uint64_t)> progress;

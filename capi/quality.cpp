@@ -30,6 +30,8 @@ static void fill_ppl_options(brisk_ppl_options* o) {
   o->chunking = BRISK_PPL_CHUNK_REPLACE_BOS;
   o->scoring = BRISK_PPL_SCORE_SECOND_HALF;
   o->max_chars = -1;
+  o->cache_type_k = BRISK_TYPE_AUTO;
+  o->cache_type_v = BRISK_TYPE_AUTO;
 }
 
 brisk_status brisk_perplexity(const brisk_model* model, const brisk_model* base, const char* text, size_t len,
@@ -55,6 +57,8 @@ brisk_status brisk_perplexity(const brisk_model* model, const brisk_model* base,
     p.spread_chunks = o.spread_chunks != 0;
     if (o.base_cache) p.base_cache = o.base_cache;
     p.n_threads = static_cast<int>(o.n_threads);
+    if (o.cache_type_k != BRISK_TYPE_AUTO) p.cache_type_k = static_cast<brisk::TensorType>(o.cache_type_k);
+    if (o.cache_type_v != BRISK_TYPE_AUTO) p.cache_type_v = static_cast<brisk::TensorType>(o.cache_type_v);
     p.progress = [&o](uint64_t done, uint64_t total) {
       if (o.abort_fn && o.abort_fn(o.abort_user_data)) return false;
       return !(o.progress_fn && o.progress_fn(o.progress_user_data, "ppl", done, total, ""));

@@ -67,10 +67,12 @@ TEST_CASE("fused attention matches the reference on every ISA", "[vec][attend]")
               quant::quantize_row(vt, tmp.data(), vc.data() + p * vstride, 2 * hd);
             }
             std::vector<float> q(group * hd), s1(group * n_pos), s2(group * n_pos), row(hd), o1(group * hd, 9),
-                o2(group * hd, 7);
+                o2(group * hd, 7), vrows(n_pos * hd);
             for (float& x : q) x = nd(rng);
+            // With and without the value-row scratch, alternating.
+            float* vr = (n_pos + group) % 2 ? vrows.data() : nullptr;
             AttendArgs a{q.data(), group, hd, n_pos, 0.125f, kc.data() + row_bytes(kt, hd), kstride, kt,
-                         vc.data() + row_bytes(vt, hd), vstride, vt, s1.data(), row.data(), o1.data()};
+                         vc.data() + row_bytes(vt, hd), vstride, vt, s1.data(), row.data(), vr, o1.data()};
             AttendArgs b = a;
             b.scores = s2.data();
             b.out = o2.data();

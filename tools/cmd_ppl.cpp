@@ -56,6 +56,8 @@ int cmd_ppl(int argc, char** argv) {
     ("score", "second-half (llama-perplexity) or all", cxxopts::value<std::string>()->default_value("second-half"))
     ("chars", "use only the first N characters of the file", cxxopts::value<long long>()->default_value("-1"))
     ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
+    ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
+    ("cache-type-v", "KV cache type for values", cxxopts::value<std::string>()->default_value("auto"))
     ("json", "print the result as JSON on stdout")
     ("h,help", "show this help");
   // clang-format on
@@ -80,6 +82,12 @@ int cmd_ppl(int argc, char** argv) {
     std::fprintf(stderr, "brisk ppl: error: bad option value (see 'brisk ppl --help')\n");
     return 2;
   }
+  int32_t cache_k, cache_v;
+  if (!parse_type(args["cache-type-k"].as<std::string>(), &cache_k) ||
+      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v)) {
+    std::fprintf(stderr, "brisk ppl: error: unknown cache type (auto, f32, f16, q8_0, q4_0)\n");
+    return 2;
+  }
   std::string text;
   if (!read_file("ppl", args["file"].as<std::string>(), &text)) return 1;
   brisk_model* model = nullptr;
@@ -99,6 +107,8 @@ int cmd_ppl(int argc, char** argv) {
   o.max_chars = args["chars"].as<long long>();
   o.n_threads = static_cast<uint32_t>(args["threads"].as<int>());
   o.spread_chunks = args.count("spread") ? 1 : 0;
+  o.cache_type_k = cache_k;
+  o.cache_type_v = cache_v;
   std::string base_cache;
   if (args.count("base-cache")) {
     base_cache = args["base-cache"].as<std::string>();

@@ -56,7 +56,7 @@ extern "C" {
 #define BRISK_VERSION_PATCH 0
 /* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>). */
 #define BRISK_ABI_VERSION_MAJOR 0
-#define BRISK_ABI_VERSION_MINOR 1
+#define BRISK_ABI_VERSION_MINOR 2
 
 /* "0.1.0": the library actually loaded, which may be newer than the header. */
 BRISK_API const char *brisk_version(void);
@@ -624,6 +624,11 @@ typedef struct brisk_ppl_options {
   void *progress_user_data;
   brisk_abort_fn abort_fn;
   void *abort_user_data;
+  /* KV cache types (brisk_type) of the evaluated model; the base model keeps
+   * its default, so a KL against the same file measures the cache's cost.
+   * Default BRISK_TYPE_AUTO (the session default). Added in ABI 0.2. */
+  int32_t cache_type_k;
+  int32_t cache_type_v;
 } brisk_ppl_options;
 
 typedef struct brisk_ppl_result brisk_ppl_result;

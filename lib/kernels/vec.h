@@ -41,7 +41,8 @@ struct AttendArgs {
   size_t v_stride;
   TensorType v_type;
   float* scores;
-  float* row;  // scratch of head_dim floats
+  float* row;     // scratch of head_dim floats
+  float* v_rows;  // scratch of n_pos * head_dim floats, or nullptr
   float* out;  // group heads, head_dim apart
 };
 

@@ -75,6 +75,7 @@ class Forward {
   Scratch rope_cs_;  // (cos, sin) per token per frequency
   Scratch scores_;   // per thread: attention weights, [group][n_ctx]
   Scratch row_buf_;  // per thread: one cache row as floats
+  Scratch v_rows_;   // per thread: a head's value rows as floats, [n_ctx][head_dim]
   Scratch logits_;
   std::vector<float> inv_freq_;  // per frequency pair
 };

@@ -103,6 +103,9 @@ void attend_impl(const AttendArgs& a) {
   }
   // Values, a few heads at a time so their accumulators fit in registers.
   constexpr int HB = NV >= 16 ? 1 : 16 / NV;
+  // With more than one pass, the first converts each value row once and
+  // keeps it as floats for the others (a Q8_0 row costs ~4x an F16 one).
+  const bool stage = G > HB && VT != TensorType::F32 && a.v_rows != nullptr;
   for (int h0 = 0; h0 < G; h0 += HB) {
     const int nh = G - h0 < HB ? G - h0 : HB;
     __m512 acc[HB][NV];
@@ -110,7 +113,14 @@ void attend_impl(const AttendArgs& a) {
       for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_setzero_ps();
     for (int p = 0; p < a.n_pos; ++p) {
       __m512 v[NV];
-      load_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride, v);
+      float* staged = stage ? a.v_rows + static_cast<size_t>(p) * hd : nullptr;
+      if (stage && h0 > 0) {
+        for (int i = 0; i < NV; ++i) v[i] = _mm512_loadu_ps(staged + 16 * i);
+      } else {
+        load_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride, v);
+        if (stage)
+          for (int i = 0; i < NV; ++i) _mm512_storeu_ps(staged + 16 * i, v[i]);
+      }
       const float* w = a.scores + static_cast<size_t>(p) * G + h0;
       for (int j = 0; j < HB; ++j) {
         if (j >= nh) break;

@@ -15,7 +15,7 @@ pub const BRISK_VERSION_MAJOR: u32 = 0;
 pub const BRISK_VERSION_MINOR: u32 = 1;
 pub const BRISK_VERSION_PATCH: u32 = 0;
 pub const BRISK_ABI_VERSION_MAJOR: u32 = 0;
-pub const BRISK_ABI_VERSION_MINOR: u32 = 1;
+pub const BRISK_ABI_VERSION_MINOR: u32 = 2;
 
 // ---- status -----------------------------------------------------------------
 pub type brisk_status = c_int;

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The benchmark matrix of issues 3 and 5 on TinyLlama-1.1B-shaped random
+# models (made with `brisk synth` / `brisk quantize`, kept in $MODELS):
+#   single-stream decode and prompt speed per weight type, and the aggregate
+#   decode curve over 1..16 parallel sequences for Q4_0 and Q8_0 weights with
+#   F16 and Q8_0 KV caches (128-token prompt per sequence, 128 generated,
+#   speed over the last 64). Medians of $REPS runs; JSON lines go to $OUT.
+# Run it alone: the figures mean nothing on a loaded machine (check `uptime`).
+# Usage: scripts/bench_matrix.sh [single|curve|all]
+set -euo pipefail
+B=${BRISK_BIN:-build/tools/brisk}
+MODELS=${MODELS:-/tmp/models}
+REPS=${REPS:-5}
+OUT=${OUT:-/tmp/brisk-bench-matrix.jsonl}
+what=${1:-all}
+mkdir -p "$MODELS"
+
+model() {  # model TYPE -> path, made on first use
+  local t=$1 f="$MODELS/tl-$1.gguf"
+  if [ ! -f "$f" ]; then
+    case $t in
+      q4_k_m) model f16 >/dev/null; "$B" quantize --input "$MODELS/tl-f16.gguf" --output "$f" --type q4_k_m >/dev/null ;;
+      *) "$B" synth --shape tinyllama-1.1b --type "$t" -o "$f" >/dev/null ;;
+    esac
+  fi
+  echo "$f"
+}
+
+echo "load: $(uptime)" >&2
+if [ "$what" = single ] || [ "$what" = all ]; then
+  for t in q4_0 q8_0 q4_k_m f16; do
+    # llama-bench style: pp512 and tg over the last 64 of 128 tokens.
+    "$B" bench -m "$(model $t)" --prompt-tokens 512 -n 128 --window 64 -r "$REPS" --json --no-history | tee -a "$OUT"
+  done
+fi
+if [ "$what" = curve ] || [ "$what" = all ]; then
+  for t in q4_0 q8_0; do
+    for kv in f16 q8_0; do
+      "$B" bench -m "$(model $t)" --prompt-tokens 128 -n 128 --window 64 -r "$REPS" --parallel 1,2,4,8,16 \
+        --cache-type-k $kv --cache-type-v $kv --json --no-history | tee -a "$OUT"
+    done
+  done
+fi
+echo "load: $(uptime)" >&2
