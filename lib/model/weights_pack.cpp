@@ -4,8 +4,11 @@
 // came from are released so the process does not hold the weights twice.
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -63,20 +66,38 @@ uint64_t Weights::pack_for_kernels() {
   ::madvise(base, total, MADV_HUGEPAGE);
   interleave_across_numa_nodes(base, total);  // before packing touches the pages
 
+  // Destinations first, then the packing itself on every core (matrices
+  // taken from a shared counter): packing is a memory-bound copy, and one
+  // thread would take about a second for a 1B model.
+  std::vector<uint8_t*> dst(todo.size());
   size_t off = 0;
-  for (Matrix* m : todo) {
-    const size_t gb = kernels::packed_group_bytes(m->type, m->cols);
-    const size_t ng = groups(*m);
-    for (size_t g = 0; g < ng; ++g) {
-      const int64_t r0 = static_cast<int64_t>(g) * kernels::kPackRows;
-      const int nr = static_cast<int>(std::min<int64_t>(kernels::kPackRows, m->rows - r0));
-      kernels::pack_row_group(m->type, m->row(r0), m->row_bytes, nr, m->cols, base + off + g * gb);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    dst[i] = base + off;
+    off += groups(*todo[i]) * kernels::packed_group_bytes(todo[i]->type, todo[i]->cols);
+  }
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      Matrix* m = todo[i];
+      const size_t gb = kernels::packed_group_bytes(m->type, m->cols);
+      for (size_t g = 0; g < groups(*m); ++g) {
+        const int64_t r0 = static_cast<int64_t>(g) * kernels::kPackRows;
+        const int nr = static_cast<int>(std::min<int64_t>(kernels::kPackRows, m->rows - r0));
+        kernels::pack_row_group(m->type, m->row(r0), m->row_bytes, nr, m->cols, dst[i] + g * gb);
+      }
+      release_pages(m->data, m->row_bytes * static_cast<size_t>(m->rows));
     }
-    release_pages(m->data, m->row_bytes * static_cast<size_t>(m->rows));
-    m->data = base + off;
+  };
+  const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    Matrix* m = todo[i];
+    m->data = dst[i];
     m->packed = true;
-    m->group_bytes = gb;
-    off += ng * gb;
+    m->group_bytes = kernels::packed_group_bytes(m->type, m->cols);
   }
   packed_storage = std::move(buf);
   return total;
