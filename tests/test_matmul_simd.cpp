@@ -511,7 +511,7 @@ void check_packed(const MatmulKernel& kern, TensorType t, Gen& g, int64_t k, int
 }  // namespace
 
 TEST_CASE("packed layout: pack then unpack gives the rows back", "[simd][packed]") {
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
     REQUIRE(packable(t));
     Gen g(11);
     for (int64_t k : {32, 64, 96, 2048}) {
@@ -531,13 +531,13 @@ TEST_CASE("packed layout: pack then unpack gives the rows back", "[simd][packed]
     // its scales unpacked to bytes, +2.8%).
     if (t != TensorType::Q4_K) REQUIRE(packed_group_bytes(t, 2048) == row_bytes(t, 2048) * kPackRows);
   }
-  REQUIRE_FALSE(packable(TensorType::Q6_K));
+  REQUIRE_FALSE(packable(TensorType::Q5_K));
 }
 
 TEST_CASE("packed gemm (scalar and simd) matches the reference", "[simd][packed]") {
   const int rows[] = {1, 5, 16, 17, 33, 48};
   const int cols[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 33, 40};
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
     for (Isa isa : {Isa::scalar, Isa::avx512}) {
       const MatmulKernel* kern = packed_matmul_kernel_for(t, isa);
       if (!isa_supported(isa)) {
@@ -553,7 +553,7 @@ TEST_CASE("packed gemm (scalar and simd) matches the reference", "[simd][packed]
       const MatmulKernel* ref = packed_matmul_kernel_for(t, Isa::scalar);
       Gen ga(5);
       for (int64_t k : {32, 96, 2048}) {
-        if (t == TensorType::Q4_K) break;  // plain Q8_K activations, tested above
+        if (kern->act_type == TensorType::Q8_K) break;  // plain Q8_K activations, tested above
         std::vector<float> x(k);
         fill_act(ga, x.data(), k, k == 2048);
         std::vector<uint8_t> a(act_column_bytes(*kern, k)), b(act_column_bytes(*ref, k)), c(row_bytes(TensorType::Q8_0, k));
@@ -566,7 +566,7 @@ TEST_CASE("packed gemm (scalar and simd) matches the reference", "[simd][packed]
       Gen g(static_cast<uint32_t>(t) * 17 + static_cast<uint32_t>(isa));
       const int64_t ks32[] = {32, 64, 96, 288, 2048};
       const int64_t ks256[] = {256, 512, 768, 2048, 5632};
-      const int64_t* ks = t == TensorType::Q4_K ? ks256 : ks32;
+      const int64_t* ks = type_traits(t).block_size == 256 ? ks256 : ks32;
       int n = 0;
       for (int nr : rows)
         for (int nc : cols) {

@@ -36,6 +36,16 @@
 //   sub-block 2j, high nibbles 2j+1), slice m of run j, row r at
 //   320 + 512j + 64m + 4r. (+2.8% over the GGUF size: scales unpacked.)
 //
+// Q6_K (16 sub-blocks of 16 with int8 scales, against Q8_K): weights as
+// unsigned 6-bit q (value q - 32), per super-block kQ6KSuperBytes bytes:
+//   [0, 32) 16 fp16 d; [32, 288) the scales, sub-block s row r at 32 + 16s + r;
+//   [288, 2336) low nibbles as Q4_K's runs: run j slice m row r byte i at
+//     288 + 512j + 64m + 4r + i holds weight 64j + 4m + i (low nibble) and
+//     64j + 32 + 4m + i (high nibble);
+//   [2336, 3360) high 2 bits: half h slice m row r byte i at
+//     2336 + 512h + 64m + 4r + i, bits 2s..2s+1 for weight 128h + 32s + 4m + i.
+//   (The same size as GGUF's.)
+//
 // Activations for packed Q4_0/Q8_0 kernels ("Q8_0 with sums"): a column is its nb Q8_0
 // blocks as ggml makes them, then, from the next 64-byte boundary, nb floats
 // (each block's scale, widened) and nb int32 (each block's sum of qs). The
@@ -51,8 +61,9 @@ namespace brisk::kernels {
 
 constexpr int kPackRows = 16;
 constexpr size_t kQ4KSuperBytes = 2368;
+constexpr size_t kQ6KSuperBytes = 3360;
 
-// True for the weight types that have a packed layout (Q4_0, Q8_0, Q4_K).
+// True for the weight types that have a packed layout (Q4_0, Q8_0, Q4_K, Q6_K).
 bool packable(TensorType t);
 // Bytes of one 16-row group of a packed matrix with k values per row.
 size_t packed_group_bytes(TensorType t, int64_t k);
@@ -72,6 +83,8 @@ void quantize_q8_0_sums_ref(const float* x, void* out, int64_t k);
 void gemm_q4_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                          size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q6_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q8_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);

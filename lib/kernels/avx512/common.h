@@ -55,6 +55,8 @@ bool attend(const AttendArgs& a);  // attend.cpp (kernels/vec.h)
 void quantize_q8_0_sums(const float* x, void* out, int64_t k);
 void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                       size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                       size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,

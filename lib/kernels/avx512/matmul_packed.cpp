@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels over packed Q4_0 / Q8_0 / Q4_K weights (layout: packed.h).
+// AVX-512 VNNI kernels over packed Q4_0 / Q8_0 / Q4_K / Q6_K weights (layout: packed.h).
 //
 // A tile is one 16-row group times up to 8 activation columns. Per block,
 // the group's weights become 8 vectors W[j] whose 32-bit slot r holds row r's
@@ -245,6 +245,83 @@ struct Q4KTile {
   }
 };
 
+// Q6_K super-blocks (packed.h): per 32 weights, the 8 slice vectors are
+// rebuilt from a nibble plane and a 2-bit plane (unsigned q, value q - 32);
+// each sub-block of 16 (4 slices) gets its own integer dot and its row
+// scale; the -32 offset is removed once per super-block with the
+// activation's sums per 16.
+struct Q6KTile {
+  int64_t nsb;
+  const uint8_t* w;
+  size_t w_stride;
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  float* out;
+  size_t out_stride;
+
+  template <int C>
+  void run(int g, int c0) const {
+    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const quant::BlockQ8_K* a[C];
+    for (int c = 0; c < C; ++c)
+      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
+    alignas(64) float scf[16][16];
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
+      prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
+      for (int s = 0; s < 16; ++s)
+        _mm512_store_ps(scf[s], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 16 * s)))));
+      __m512 tmp[C];
+      for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
+      for (int u = 0; u < 8; ++u) {
+        const uint8_t* lo = sb + 288 + 512 * (u / 2);
+        const uint8_t* hi = sb + 2336 + 512 * (u / 4);
+        const int s2 = u % 4;
+        __m512i W[8];
+        for (int m = 0; m < 8; ++m) {
+          const __m512i l = _mm512_loadu_si512(lo + 64 * m);
+          const __m512i h = _mm512_loadu_si512(hi + 64 * m);
+          const __m512i low = _mm512_and_si512(u % 2 ? _mm512_srli_epi16(l, 4) : l, nib);
+          __m512i top;  // bits 2*s2.. of h moved to bits 4..5
+          switch (s2) {
+            case 0: top = _mm512_slli_epi16(h, 4); break;
+            case 1: top = _mm512_slli_epi16(h, 2); break;
+            case 2: top = h; break;
+            default: top = _mm512_srli_epi16(h, 2); break;
+          }
+          W[m] = _mm512_or_si512(low, _mm512_and_si512(top, two));
+        }
+        const __m512 sa = _mm512_load_ps(scf[2 * u]), sbv = _mm512_load_ps(scf[2 * u + 1]);
+        for (int c = 0; c < C; ++c) {
+          const int8_t* qa = a[c][b].qs + 32 * u;
+          __m512i ia = _mm512_setzero_si512(), ib = _mm512_setzero_si512();
+          for (int m = 0; m < 4; ++m) {
+            ia = _mm512_dpbusd_epi32(ia, W[m], _mm512_set1_epi32(load_i32(qa + 4 * m)));
+            ib = _mm512_dpbusd_epi32(ib, W[m + 4], _mm512_set1_epi32(load_i32(qa + 16 + 4 * m)));
+          }
+          tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), sa, tmp[c]);
+          tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sbv, tmp[c]);
+        }
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
+      for (int c = 0; c < C; ++c) {
+        const quant::BlockQ8_K& ab = a[c][b];
+        __m512 offs = _mm512_setzero_ps();
+        for (int s = 0; s < 16; ++s)
+          offs = _mm512_fmadd_ps(_mm512_load_ps(scf[s]), _mm512_set1_ps(static_cast<float>(ab.bsums[s])), offs);
+        const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), offs, tmp[c]);
+        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc[c]);
+      }
+    }
+    store_group(out, out_stride, nrows, g, c0, acc);
+  }
+};
+
 }  // namespace
 
 void quantize_q8_0_sums(const float* x, void* out, int64_t k) {
@@ -270,6 +347,12 @@ void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
   gemm_packed<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                      int ncols, float* out, size_t out_stride) {
+  const Q6KTile t{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                  act_stride, out, out_stride};
+  drive<kColTile>(t, nrows, ncols);
 }
 void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {

@@ -49,6 +49,7 @@ const MatmulKernel kQ6_K{TensorType::Q8_K, act_q8_k, gemm_ref<ref::dot_q6_k_q8_k
 const MatmulKernel kQ8_0Packed{TensorType::Q8_0, quantize_q8_0_sums_ref, gemm_q8_0_packed_ref, q8_0_sums_bytes, true};
 const MatmulKernel kQ4_0Packed{TensorType::Q8_0, quantize_q8_0_sums_ref, gemm_q4_0_packed_ref, q8_0_sums_bytes, true};
 const MatmulKernel kQ4_KPacked{TensorType::Q8_K, act_q8_k, gemm_q4_k_packed_ref, nullptr, true};
+const MatmulKernel kQ6_KPacked{TensorType::Q8_K, act_q8_k, gemm_q6_k_packed_ref, nullptr, true};
 
 }  // namespace
 
@@ -57,6 +58,7 @@ const MatmulKernel* ref_packed_matmul_kernel(TensorType weight_type) {
     case TensorType::Q8_0: return &kQ8_0Packed;
     case TensorType::Q4_0: return &kQ4_0Packed;
     case TensorType::Q4_K: return &kQ4_KPacked;
+    case TensorType::Q6_K: return &kQ6_KPacked;
     default: return nullptr;
   }
 }

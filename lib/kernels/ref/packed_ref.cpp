@@ -13,6 +13,7 @@ namespace brisk::kernels {
 
 using quant::BlockQ4_0;
 using quant::BlockQ4_K;
+using quant::BlockQ6_K;
 using quant::BlockQ8_0;
 using quant::BlockQ8_K;
 
@@ -32,10 +33,13 @@ size_t slices_offset(TensorType t, int64_t b) {
 
 }  // namespace
 
-bool packable(TensorType t) { return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K; }
+bool packable(TensorType t) {
+  return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
+}
 
 size_t packed_group_bytes(TensorType t, int64_t k) {
   if (t == TensorType::Q4_K) return static_cast<size_t>(k / 256) * kQ4KSuperBytes;
+  if (t == TensorType::Q6_K) return static_cast<size_t>(k / 256) * kQ6KSuperBytes;
   const int64_t nb = k / 32;
   return static_cast<size_t>((nb + 1) / 2) * pair_bytes(t);
 }
@@ -72,11 +76,85 @@ void unpack_q4_k(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size
   }
 }
 
+// Q6_K: GGUF's ql/qh to the 256 unsigned 6-bit values, in weight order, and back.
+void q6_k_values(const BlockQ6_K& x, uint8_t* q) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = x.ql + 64 * h;
+    const uint8_t* qh = x.qh + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      q[128 * h + l] = static_cast<uint8_t>((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+      q[128 * h + l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      q[128 * h + l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      q[128 * h + l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+void q6_k_from_values(const uint8_t* q, BlockQ6_K* x) {
+  for (int h = 0; h < 2; ++h) {
+    uint8_t* ql = x->ql + 64 * h;
+    uint8_t* qh = x->qh + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* v = q + 128 * h + l;
+      ql[l] = static_cast<uint8_t>((v[0] & 0xF) | ((v[64] & 0xF) << 4));
+      ql[l + 32] = static_cast<uint8_t>((v[32] & 0xF) | ((v[96] & 0xF) << 4));
+      qh[l] = static_cast<uint8_t>((v[0] >> 4) | ((v[32] >> 4) << 2) | ((v[64] >> 4) << 4) | ((v[96] >> 4) << 6));
+    }
+  }
+}
+// Where weight w of row r sits in a packed Q6_K super-block: its nibble byte
+// (low or high nibble) and its 2-bit field.
+struct Q6Pos {
+  size_t nib, hi;
+  int nib_shift, hi_shift;
+};
+Q6Pos q6_pos(int w, int r) {
+  const int j = w / 64, half = (w % 64) / 32, m = (w % 32) / 4, i = w % 4;
+  const int h = w / 128, s = (w % 128) / 32;
+  return {288 + 512 * static_cast<size_t>(j) + 64 * m + 4 * r + i, 2336 + 512 * static_cast<size_t>(h) + 64 * m + 4 * r + i,
+          4 * half, 2 * s};
+}
+
+void pack_q6_k(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
+  uint8_t q[256];
+  for (int r = 0; r < nrows; ++r) {
+    const auto* x = reinterpret_cast<const BlockQ6_K*>(rows + static_cast<size_t>(r) * row_stride);
+    for (int64_t b = 0; b < k / 256; ++b) {
+      uint8_t* sb = group + static_cast<size_t>(b) * kQ6KSuperBytes;
+      std::memcpy(sb + 2 * r, &x[b].d, 2);
+      for (int s = 0; s < 16; ++s) sb[32 + 16 * s + r] = static_cast<uint8_t>(x[b].scales[s]);
+      q6_k_values(x[b], q);
+      for (int w = 0; w < 256; ++w) {
+        const Q6Pos p = q6_pos(w, r);
+        sb[p.nib] |= static_cast<uint8_t>((q[w] & 0xF) << p.nib_shift);
+        sb[p.hi] |= static_cast<uint8_t>((q[w] >> 4) << p.hi_shift);
+      }
+    }
+  }
+}
+
+void unpack_q6_k(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride) {
+  uint8_t q[256];
+  for (int r = 0; r < nrows; ++r) {
+    auto* x = reinterpret_cast<BlockQ6_K*>(rows + static_cast<size_t>(r) * row_stride);
+    for (int64_t b = 0; b < k / 256; ++b) {
+      const uint8_t* sb = group + static_cast<size_t>(b) * kQ6KSuperBytes;
+      std::memcpy(&x[b].d, sb + 2 * r, 2);
+      for (int s = 0; s < 16; ++s) x[b].scales[s] = static_cast<int8_t>(sb[32 + 16 * s + r]);
+      for (int w = 0; w < 256; ++w) {
+        const Q6Pos p = q6_pos(w, r);
+        q[w] = static_cast<uint8_t>(((sb[p.nib] >> p.nib_shift) & 0xF) | (((sb[p.hi] >> p.hi_shift) & 3) << 4));
+      }
+      q6_k_from_values(q, &x[b]);
+    }
+  }
+}
+
 }  // namespace
 
 void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
   std::memset(group, 0, packed_group_bytes(t, k));
   if (t == TensorType::Q4_K) return pack_q4_k(rows, row_stride, nrows, k, group);
+  if (t == TensorType::Q6_K) return pack_q6_k(rows, row_stride, nrows, k, group);
   const int64_t nb = k / 32;
   for (int r = 0; r < nrows; ++r) {
     const uint8_t* row = rows + static_cast<size_t>(r) * row_stride;
@@ -96,6 +174,7 @@ void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nr
 
 void unpack_row_group(TensorType t, const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride) {
   if (t == TensorType::Q4_K) return unpack_q4_k(group, nrows, k, rows, row_stride);
+  if (t == TensorType::Q6_K) return unpack_q6_k(group, nrows, k, rows, row_stride);
   const int64_t nb = k / 32;
   for (int r = 0; r < nrows; ++r) {
     uint8_t* row = rows + static_cast<size_t>(r) * row_stride;
@@ -204,6 +283,36 @@ void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, 
         std::memcpy(&d, sb + 2 * rr, 2);
         std::memcpy(&dmin, sb + 32 + 2 * rr, 2);
         sum += a[b].d * (fp16_to_f32(d) * static_cast<float>(dot) - fp16_to_f32(dmin) * static_cast<float>(mins));
+      }
+      out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;
+    }
+  }
+}
+
+// Q6_K: w = d * sc_s * (q - 32) per sub-block s of 16, against Q8_K.
+void gemm_q6_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                          int ncols, float* out, size_t out_stride) {
+  for (int c = 0; c < ncols; ++c) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride);
+    for (int r = 0; r < nrows; ++r) {
+      const uint8_t* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r / kPackRows) * w_stride;
+      const int rr = r % kPackRows;
+      float sum = 0;
+      for (int64_t b = 0; b < k / 256; ++b) {
+        const uint8_t* sb = group + static_cast<size_t>(b) * kQ6KSuperBytes;
+        int32_t total = 0;
+        for (int s = 0; s < 16; ++s) {
+          int32_t dot = 0;
+          for (int w16 = 16 * s; w16 < 16 * s + 16; ++w16) {
+            const Q6Pos p = q6_pos(w16, rr);
+            const int q = ((sb[p.nib] >> p.nib_shift) & 0xF) | (((sb[p.hi] >> p.hi_shift) & 3) << 4);
+            dot += (q - 32) * a[b].qs[w16];
+          }
+          total += dot * static_cast<int8_t>(sb[32 + 16 * s + rr]);
+        }
+        uint16_t d;
+        std::memcpy(&d, sb + 2 * rr, 2);
+        sum += a[b].d * fp16_to_f32(d) * static_cast<float>(total);
       }
       out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;
     }
