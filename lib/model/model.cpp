@@ -23,7 +23,7 @@ std::unique_ptr<Model> Model::open(const std::string& path, const ModelOpenOptio
   m->config_ = ModelConfig::from_gguf(f);
   m->config_.n_vocab = m->tokenizer_->n_vocab();
   m->weights_ = Weights::bind(f, m->config_);
-  m->packed_bytes_ = m->weights_.pack_for_kernels();
+  m->weights_.pack_for_kernels();
   return m;
 }
 

@@ -29,8 +29,6 @@ class Model {
   std::string describe() const;
   // The type most matrix bytes are stored in ("q4_0"), "" for vocab-only.
   std::string main_weight_type() const;
-  // Bytes of weights repacked at load for the kernels (Weights::pack_for_kernels).
-  uint64_t packed_bytes() const { return packed_bytes_; }
 
  private:
   Model() = default;
@@ -39,7 +37,6 @@ class Model {
   Weights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   bool vocab_only_ = false;
-  uint64_t packed_bytes_ = 0;
 };
 
 }  // namespace brisk

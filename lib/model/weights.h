@@ -51,9 +51,9 @@ struct Weights {
   // Copies every matrix that the active instruction set reads faster packed
   // (kernels/packed.h) into one packed buffer and releases the file pages
   // those matrices came from, so resident memory holds each weight once.
-  // Returns the bytes packed. The token embeddings (read a row at a time)
+  // The token embeddings (read a row at a time)
   // and the output matrix when it shares them stay in the file.
-  uint64_t pack_for_kernels();
+  void pack_for_kernels();
   std::shared_ptr<void> packed_storage;  // owns the packed copies
   // Bytes of all matrices (what a forward pass streams through).
   uint64_t matrix_bytes() const;

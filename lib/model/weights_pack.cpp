@@ -37,8 +37,8 @@ struct AnonBuffer {
 
 }  // namespace
 
-uint64_t Weights::pack_for_kernels() {
-  if (packing_disabled()) return 0;
+void Weights::pack_for_kernels() {
+  if (packing_disabled()) return;
   std::vector<Matrix*> todo;
   auto consider = [&](Matrix& m) {
     if (m.packed || !kernels::packable(m.type) || !kernels::packed_matmul_kernel(m.type)) return;
@@ -48,7 +48,7 @@ uint64_t Weights::pack_for_kernels() {
   consider(output);
   for (LayerWeights& L : layers)
     for (Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*m);
-  if (todo.empty()) return 0;
+  if (todo.empty()) return;
 
   auto groups = [](const Matrix& m) { return static_cast<size_t>((m.rows + kernels::kPackRows - 1) / kernels::kPackRows); };
   size_t total = 0;
@@ -100,7 +100,6 @@ uint64_t Weights::pack_for_kernels() {
     m->group_bytes = kernels::packed_group_bytes(m->type, m->cols);
   }
   packed_storage = std::move(buf);
-  return total;
 }
 
 }  // namespace brisk

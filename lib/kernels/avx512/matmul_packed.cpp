@@ -175,11 +175,8 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
   drive<kColTile>(t, nrows, ncols);
 }
 
-// Q4_K super-blocks (packed.h). Per sub-block of 32: 8 vpdpbusd per column
-// give each row's integer dot, which one FMA scales by the row's sub-block
-// scale into a per-column float sum; the super-block's d, dmin and the
-// activation's scale and sums finish it once per 256 weights.
-struct Q4KTile {
+// What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
+struct KTile {
   int64_t nsb;
   const uint8_t* w;
   size_t w_stride;
@@ -189,12 +186,25 @@ struct Q4KTile {
   float* out;
   size_t out_stride;
 
+  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
   template <int C>
-  void run(int g, int c0) const {
-    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
-    const quant::BlockQ8_K* a[C];
+  void columns(int c0, const quant::BlockQ8_K* (&a)[C]) const {
     for (int c = 0; c < C; ++c)
       a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+  }
+};
+
+// Q4_K super-blocks (packed.h). Per sub-block of 32: 8 vpdpbusd per column
+// give each row's integer dot, which one FMA scales by the row's sub-block
+// scale into a per-column float sum; the super-block's d, dmin and the
+// activation's scale and sums finish it once per 256 weights.
+struct Q4KTile : KTile {
+
+  template <int C>
+  void run(int g, int c0) const {
+    const uint8_t* grp = group(g);
+    const quant::BlockQ8_K* a[C];
+    columns(c0, a);
     __m512 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -250,22 +260,13 @@ struct Q4KTile {
 // each sub-block of 16 (4 slices) gets its own integer dot and its row
 // scale; the -32 offset is removed once per super-block with the
 // activation's sums per 16.
-struct Q6KTile {
-  int64_t nsb;
-  const uint8_t* w;
-  size_t w_stride;
-  int nrows;
-  const uint8_t* act;
-  size_t act_stride;
-  float* out;
-  size_t out_stride;
+struct Q6KTile : KTile {
 
   template <int C>
   void run(int g, int c0) const {
-    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[C];
-    for (int c = 0; c < C; ++c)
-      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+    columns(c0, a);
     __m512 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
@@ -350,14 +351,14 @@ void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 }
 void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  const Q6KTile t{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                  act_stride, out, out_stride};
+  const Q6KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                   act_stride, out, out_stride}};
   drive<kColTile>(t, nrows, ncols);
 }
 void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  const Q4KTile t{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                  act_stride, out, out_stride};
+  const Q4KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                   act_stride, out, out_stride}};
   drive<kColTile>(t, nrows, ncols);
 }
 

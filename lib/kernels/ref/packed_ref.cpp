@@ -256,67 +256,71 @@ void gemm_q4_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, 
                           size_t act_stride, int ncols, float* out, size_t out_stride) {
   gemm_packed_ref<TensorType::Q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
-// Q4_K: w = d * sc_s * q - dmin * m_s per sub-block s of 32; against Q8_K
-// activations (one scale per 256, sums per 16).
-void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
-                          int ncols, float* out, size_t out_stride) {
+namespace {
+
+// The loops shared by the K-quant references: `super_dot(sb, r, a)` gives
+// row r's dot with one Q8_K block for the super-block at sb.
+template <size_t SuperBytes, typename SuperDot>
+void gemm_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                       int ncols, float* out, size_t out_stride, SuperDot super_dot) {
   for (int c = 0; c < ncols; ++c) {
     const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride);
     for (int r = 0; r < nrows; ++r) {
       const uint8_t* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r / kPackRows) * w_stride;
-      const int rr = r % kPackRows;
       float sum = 0;
-      for (int64_t b = 0; b < k / 256; ++b) {
-        const uint8_t* sb = group + static_cast<size_t>(b) * kQ4KSuperBytes;
+      for (int64_t b = 0; b < k / 256; ++b) sum += super_dot(group + static_cast<size_t>(b) * SuperBytes, r % kPackRows, a[b]);
+      out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+// Q4_K: w = d * sc_s * q - dmin * m_s per sub-block s of 32; against Q8_K
+// activations (one scale per 256, sums per 16).
+void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                          int ncols, float* out, size_t out_stride) {
+  gemm_k_packed_ref<kQ4KSuperBytes>(
+      k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride,
+      [](const uint8_t* sb, int rr, const BlockQ8_K& a) {
         int32_t dot = 0, mins = 0;
         for (int s = 0; s < 8; ++s) {
           int32_t ds = 0;
           for (int m = 0; m < 8; ++m)
             for (int i = 0; i < 4; ++i) {
               const uint8_t q = sb[320 + 512 * (s / 2) + 64 * m + 4 * rr + i];
-              ds += ((s % 2 ? q >> 4 : q & 0xF)) * a[b].qs[32 * s + 4 * m + i];
+              ds += ((s % 2 ? q >> 4 : q & 0xF)) * a.qs[32 * s + 4 * m + i];
             }
           dot += ds * sb[64 + 16 * s + rr];
-          mins += (a[b].bsums[2 * s] + a[b].bsums[2 * s + 1]) * sb[192 + 16 * s + rr];
+          mins += (a.bsums[2 * s] + a.bsums[2 * s + 1]) * sb[192 + 16 * s + rr];
         }
         uint16_t d, dmin;
         std::memcpy(&d, sb + 2 * rr, 2);
         std::memcpy(&dmin, sb + 32 + 2 * rr, 2);
-        sum += a[b].d * (fp16_to_f32(d) * static_cast<float>(dot) - fp16_to_f32(dmin) * static_cast<float>(mins));
-      }
-      out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;
-    }
-  }
+        return a.d * (fp16_to_f32(d) * static_cast<float>(dot) - fp16_to_f32(dmin) * static_cast<float>(mins));
+      });
 }
 
 // Q6_K: w = d * sc_s * (q - 32) per sub-block s of 16, against Q8_K.
 void gemm_q6_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                           int ncols, float* out, size_t out_stride) {
-  for (int c = 0; c < ncols; ++c) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride);
-    for (int r = 0; r < nrows; ++r) {
-      const uint8_t* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r / kPackRows) * w_stride;
-      const int rr = r % kPackRows;
-      float sum = 0;
-      for (int64_t b = 0; b < k / 256; ++b) {
-        const uint8_t* sb = group + static_cast<size_t>(b) * kQ6KSuperBytes;
+  gemm_k_packed_ref<kQ6KSuperBytes>(
+      k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride,
+      [](const uint8_t* sb, int rr, const BlockQ8_K& a) {
         int32_t total = 0;
         for (int s = 0; s < 16; ++s) {
           int32_t dot = 0;
           for (int w16 = 16 * s; w16 < 16 * s + 16; ++w16) {
             const Q6Pos p = q6_pos(w16, rr);
             const int q = ((sb[p.nib] >> p.nib_shift) & 0xF) | (((sb[p.hi] >> p.hi_shift) & 3) << 4);
-            dot += (q - 32) * a[b].qs[w16];
+            dot += (q - 32) * a.qs[w16];
           }
           total += dot * static_cast<int8_t>(sb[32 + 16 * s + rr]);
         }
         uint16_t d;
         std::memcpy(&d, sb + 2 * rr, 2);
-        sum += a[b].d * fp16_to_f32(d) * static_cast<float>(total);
-      }
-      out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;
-    }
-  }
+        return a.d * fp16_to_f32(d) * static_cast<float>(total);
+      });
 }
 
 void gemm_q8_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
