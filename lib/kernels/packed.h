@@ -1,5 +1,5 @@
-// Interleaved ("packed") weight layout for the 32-weight block types Q4_0 and
-// Q8_0, made once at load so the SIMD kernels read one contiguous stream and
+// Interleaved ("packed") weight layout for Q4_0, Q8_0, Q4_K, Q6_K, F16 and
+// BF16, made once at load so the SIMD kernels read one contiguous stream and
 // one activation load feeds 16 rows.
 //
 // Why: in the row-major GGUF layout a kernel that wants several rows per
@@ -46,6 +46,23 @@
 //     2336 + 512h + 64m + 4r + i, bits 2s..2s+1 for weight 128h + 32s + 4m + i.
 //   (The same size as GGUF's.)
 //
+// F16 and BF16 (rows of even length), 2 bytes per weight like GGUF: value
+//   pair p (weights 2p, 2p+1) of row r at byte 64p + 4r, the pair's first
+//   value in the low half. One 64-byte load is 16 rows x 2 values: F16C
+//   widens it to two f32 vectors for exact FMAs against a broadcast pair of
+//   activations, or vcvtne2ps2bf16 / the BF16 bits themselves give 32-bit
+//   lanes ready for vdpbf16ps.
+//   Against fewer than kPackedFloatBatchCols activation columns (decode and
+//   small batches, memory-bound) the kernels compute exactly as the row-major
+//   ones: weights widened to f32, f32 activations, f32 sums. From
+//   kPackedFloatBatchCols columns on (prompt chunks, compute-bound) weights
+//   and activations are rounded to bfloat16 and multiplied with vdpbf16ps
+//   (f32 accumulation): 2.3x the f32 FMA rate, with the precision bf16
+//   models are trained in (8 significant bits per factor, f32 sums).
+//   Activation columns ("F32 + BF16") carry both forms: k floats, then, from
+//   the next 64-byte boundary, the k values rounded to bf16 (round to nearest
+//   even, subnormals to zero, as vcvtneps2bf16).
+//
 // Activations for packed Q4_0/Q8_0 kernels ("Q8_0 with sums"): a column is its nb Q8_0
 // blocks as ggml makes them, then, from the next 64-byte boundary, nb floats
 // (each block's scale, widened) and nb int32 (each block's sum of qs). The
@@ -62,9 +79,12 @@ namespace brisk::kernels {
 constexpr int kPackRows = 16;
 constexpr size_t kQ4KSuperBytes = 2368;
 constexpr size_t kQ6KSuperBytes = 3360;
+constexpr int kPackedFloatBatchCols = 32;
 
-// True for the weight types that have a packed layout (Q4_0, Q8_0, Q4_K, Q6_K).
+// True for the weight types that have a packed layout (Q4_0, Q8_0, Q4_K,
+// Q6_K, F16, BF16), and with k, for a matrix of rows of k values.
 bool packable(TensorType t);
+bool packable(TensorType t, int64_t k);
 // Bytes of one 16-row group of a packed matrix with k values per row.
 size_t packed_group_bytes(TensorType t, int64_t k);
 // Packs rows [0, nrows) (nrows <= 16) of row-major GGUF data into one group.
@@ -77,6 +97,15 @@ size_t q8_0_sums_bytes(int64_t k);
 size_t q8_0_sums_offset(int64_t k);  // where the float scales start
 void quantize_q8_0_sums_ref(const float* x, void* out, int64_t k);
 
+// The "F32 + BF16" activation format of packed F16/BF16 weights.
+bool packed_float_type(TensorType t);  // F16 or BF16
+size_t packed_float_act_bytes(int64_t k);
+size_t packed_float_act_offset(int64_t k);  // where the bf16 values start
+uint16_t bf16_batch_round(float x);         // f32 -> bf16 as vcvtneps2bf16
+void quantize_packed_float_act_ref(const float* x, void* out, int64_t k);
+void pack_float_row_group(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group);
+void unpack_float_row_group(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride);
+
 // Scalar reference gemms over packed weights (the contract of matmul.h with
 // w = first row group and w_stride = bytes per group). Ground truth for the
 // SIMD versions and the fallback when no SIMD version exists.
@@ -87,6 +116,10 @@ void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, 
 void gemm_q6_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q8_0_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                          size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_f16_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                         size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_bf16_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);
 
 }  // namespace brisk::kernels

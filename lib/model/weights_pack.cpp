@@ -41,7 +41,7 @@ void Weights::pack_for_kernels() {
   if (packing_disabled()) return;
   std::vector<Matrix*> todo;
   auto consider = [&](Matrix& m) {
-    if (m.packed || !kernels::packable(m.type) || !kernels::packed_matmul_kernel(m.type)) return;
+    if (m.packed || !kernels::packable(m.type, m.cols) || !kernels::packed_matmul_kernel(m.type)) return;
     if (m.data == token_embd.data) return;  // tied to the embeddings, which are read by row
     todo.push_back(&m);
   };

@@ -61,6 +61,12 @@ void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
                       size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                       size_t act_stride, int ncols, float* out, size_t out_stride);
+// Packed F16/BF16 (matmul_packed_float.cpp; need AVX-512 BF16 as well).
+void quantize_packed_float_act(const float* x, void* out, int64_t k);
+void gemm_f16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                     size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_bf16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
 

@@ -2,6 +2,7 @@
 // when the CPU and OS support those extensions.
 #include <cstdlib>
 
+#include "core/cpu.h"
 #include "kernels/avx512/common.h"
 #include "kernels/isa_tables.h"
 #include "kernels/packed.h"
@@ -43,7 +44,16 @@ const MatmulKernel* avx512_packed_matmul_kernel(TensorType t) {
   static const MatmulKernel q4_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q4_0_packed, q8_0_sums_bytes, true};
   static const MatmulKernel q4_k{TensorType::Q8_K, quantize_q8_k, gemm_q4_k_packed, nullptr, true};
   static const MatmulKernel q6_k{TensorType::Q8_K, quantize_q8_k, gemm_q6_k_packed, nullptr, true};
+  static const MatmulKernel f16{TensorType::BF16, quantize_packed_float_act, gemm_f16_packed, packed_float_act_bytes,
+                                true};
+  static const MatmulKernel bf16{TensorType::BF16, quantize_packed_float_act, gemm_bf16_packed,
+                                 packed_float_act_bytes, true};
+  // The float kernels' batch path is vdpbf16ps: without AVX-512 BF16 those
+  // weights stay row-major.
+  static const bool has_bf16 = cpu_features().avx512_bf16;
   switch (t) {
+    case TensorType::F16: return has_bf16 ? &f16 : nullptr;
+    case TensorType::BF16: return has_bf16 ? &bf16 : nullptr;
     case TensorType::Q8_0: return &q8_0;
     case TensorType::Q4_0: return &q4_0;
     case TensorType::Q4_K: return &q4_k;

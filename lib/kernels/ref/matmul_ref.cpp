@@ -50,6 +50,10 @@ const MatmulKernel kQ8_0Packed{TensorType::Q8_0, quantize_q8_0_sums_ref, gemm_q8
 const MatmulKernel kQ4_0Packed{TensorType::Q8_0, quantize_q8_0_sums_ref, gemm_q4_0_packed_ref, q8_0_sums_bytes, true};
 const MatmulKernel kQ4_KPacked{TensorType::Q8_K, act_q8_k, gemm_q4_k_packed_ref, nullptr, true};
 const MatmulKernel kQ6_KPacked{TensorType::Q8_K, act_q8_k, gemm_q6_k_packed_ref, nullptr, true};
+const MatmulKernel kF16Packed{TensorType::BF16, quantize_packed_float_act_ref, gemm_f16_packed_ref,
+                              packed_float_act_bytes, true};
+const MatmulKernel kBF16Packed{TensorType::BF16, quantize_packed_float_act_ref, gemm_bf16_packed_ref,
+                               packed_float_act_bytes, true};
 
 }  // namespace
 
@@ -59,6 +63,8 @@ const MatmulKernel* ref_packed_matmul_kernel(TensorType weight_type) {
     case TensorType::Q4_0: return &kQ4_0Packed;
     case TensorType::Q4_K: return &kQ4_KPacked;
     case TensorType::Q6_K: return &kQ6_KPacked;
+    case TensorType::F16: return &kF16Packed;
+    case TensorType::BF16: return &kBF16Packed;
     default: return nullptr;
   }
 }

@@ -34,10 +34,15 @@ size_t slices_offset(TensorType t, int64_t b) {
 }  // namespace
 
 bool packable(TensorType t) {
-  return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
+  return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K ||
+         packed_float_type(t);
+}
+bool packable(TensorType t, int64_t k) {
+  return packable(t) && k > 0 && (!packed_float_type(t) || k % 2 == 0);
 }
 
 size_t packed_group_bytes(TensorType t, int64_t k) {
+  if (packed_float_type(t)) return static_cast<size_t>(k) * 2 * kPackRows;
   if (t == TensorType::Q4_K) return static_cast<size_t>(k / 256) * kQ4KSuperBytes;
   if (t == TensorType::Q6_K) return static_cast<size_t>(k / 256) * kQ6KSuperBytes;
   const int64_t nb = k / 32;
@@ -152,6 +157,7 @@ void unpack_q6_k(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size
 }  // namespace
 
 void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
+  if (packed_float_type(t)) return pack_float_row_group(rows, row_stride, nrows, k, group);
   std::memset(group, 0, packed_group_bytes(t, k));
   if (t == TensorType::Q4_K) return pack_q4_k(rows, row_stride, nrows, k, group);
   if (t == TensorType::Q6_K) return pack_q6_k(rows, row_stride, nrows, k, group);
@@ -173,6 +179,7 @@ void pack_row_group(TensorType t, const uint8_t* rows, size_t row_stride, int nr
 }
 
 void unpack_row_group(TensorType t, const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride) {
+  if (packed_float_type(t)) return unpack_float_row_group(group, nrows, k, rows, row_stride);
   if (t == TensorType::Q4_K) return unpack_q4_k(group, nrows, k, rows, row_stride);
   if (t == TensorType::Q6_K) return unpack_q6_k(group, nrows, k, rows, row_stride);
   const int64_t nb = k / 32;

@@ -1,0 +1,225 @@
+// AVX-512 kernels over packed F16 / BF16 weights (layout: packed.h).
+//
+// One 64-byte load is 16 rows x one pair of values. Two ways to use it:
+//  - Exact (fewer than kPackedFloatBatchCols columns: decode, small batches,
+//    bound by memory). Widened to two f32 vectors (rows 0-7 and 8-15, each
+//    lane one row's value 2p or 2p+1), each FMA'd with the column's pair of
+//    activations broadcast as one 64-bit element. A row's even and odd lanes
+//    are added when the tile is stored.
+//  - Batch (kPackedFloatBatchCols columns and more: prompt chunks, bound by
+//    compute). The load is already 16 lanes of bf16 pairs (BF16) or becomes
+//    them with one vcvtne2ps2bf16 (F16, converted once per row group into
+//    scratch, then shared by every column); vdpbf16ps against the column's
+//    bf16 pair broadcast adds both products to the row's lane. Tiles of 32
+//    rows x 12 columns keep 24 accumulators busy for 2 weight loads and 12
+//    broadcasts per pair.
+#include "kernels/avx512/common.h"
+#include "kernels/packed.h"
+
+namespace brisk::kernels::avx512 {
+
+namespace {
+
+struct F16 {
+  static __m512 lo(const uint8_t* q) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))); }
+  static __m512 hi(const uint8_t* q) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32)));
+  }
+};
+struct BF16 {
+  static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static __m512 lo(const uint8_t* q) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))); }
+  static __m512 hi(const uint8_t* q) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32))); }
+};
+
+// Stores one 16-row result vector (rows past nrows are not written).
+inline void store_rows(float* o, int valid, __m512 v) {
+  if (valid >= kPackRows) {
+    _mm512_storeu_ps(o, v);
+  } else {
+    _mm512_mask_storeu_ps(o, lane_mask(valid), v);
+  }
+}
+
+template <int C, typename Tile>
+inline void dispatch_cols(const Tile& t, int g, int c0, int cn) {
+  if constexpr (C > 0) {
+    if (cn == C) {
+      t.template run<C>(g, c0);
+    } else {
+      dispatch_cols<C - 1>(t, g, c0, cn);
+    }
+  }
+}
+
+// Splits [0, ncols) into as few tiles of at most kTile columns as possible,
+// as even as possible, and runs group g over each.
+template <int kTile, typename Tile>
+inline void for_each_col_tile(const Tile& t, int g, int ncols) {
+  const int ntiles = (ncols + kTile - 1) / kTile;
+  int c = 0;
+  for (int i = 0; i < ntiles; ++i) {
+    const int width = ncols / ntiles + (i < ncols % ntiles ? 1 : 0);
+    dispatch_cols<kTile>(t, g, c, width);
+    c += width;
+  }
+}
+
+template <typename L>
+struct ExactTile {
+  int64_t npairs;
+  const uint8_t* w;
+  size_t w_stride;
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  float* out;
+  size_t out_stride;
+
+  template <int C>
+  void run(int g, int c0) const {
+    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const double* x[C];
+    for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const double*>(act + static_cast<size_t>(c0 + c) * act_stride);
+    __m512 lo[C], hi[C];
+    for (int c = 0; c < C; ++c) lo[c] = hi[c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < npairs; ++p) {
+      const uint8_t* q = grp + 64 * static_cast<size_t>(p);
+      const __m512 wl = L::lo(q), wh = L::hi(q);
+      for (int c = 0; c < C; ++c) {
+        double pair;  // activations 2p, 2p+1 as one 64-bit element
+        std::memcpy(&pair, x[c] + p, 8);
+        const __m512 xp = _mm512_castpd_ps(_mm512_set1_pd(pair));
+        lo[c] = _mm512_fmadd_ps(wl, xp, lo[c]);
+        hi[c] = _mm512_fmadd_ps(wh, xp, hi[c]);
+      }
+    }
+    // Lane 2i+j of lo holds row i's products with values 2p+j (hi: row 8+i).
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const int valid = nrows - g * kPackRows;
+    for (int c = 0; c < C; ++c) {
+      const __m512 s = _mm512_add_ps(_mm512_permutex2var_ps(lo[c], even, hi[c]), _mm512_permutex2var_ps(lo[c], odd, hi[c]));
+      store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(g) * kPackRows, valid, s);
+    }
+  }
+};
+
+template <typename L>
+void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const uint8_t* act, size_t act_stride,
+                int ncols, float* out, size_t out_stride) {
+  const ExactTile<L> t{k / 2, w, w_stride, nrows, act, act_stride, out, out_stride};
+  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+  for (int g = 0; g < ngroups; ++g) for_each_col_tile<8>(t, g, ncols);
+}
+
+// G row groups (bf16 pairs, groups w_stride bytes apart) x C columns.
+template <int G>
+struct BatchTile {
+  int64_t npairs;
+  const uint8_t* w;  // the G groups starting at row group g0
+  size_t w_stride;
+  int g0;
+  int nrows;
+  const uint8_t* act;  // bf16 values of column 0
+  size_t act_stride;
+  float* out;
+  size_t out_stride;
+
+  template <int C>
+  void run(int /*g*/, int c0) const {
+    const uint8_t* x[C];
+    for (int c = 0; c < C; ++c) x[c] = act + static_cast<size_t>(c0 + c) * act_stride;
+    __m512 acc[G][C];
+    for (int i = 0; i < G; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < npairs; ++p) {
+      __m512bh wv[G];
+      for (int i = 0; i < G; ++i)
+        wv[i] = (__m512bh)_mm512_loadu_si512(w + static_cast<size_t>(i) * w_stride + 64 * static_cast<size_t>(p));
+      for (int c = 0; c < C; ++c) {
+        int32_t pair;
+        std::memcpy(&pair, x[c] + 4 * p, 4);
+        const __m512bh xp = (__m512bh)_mm512_set1_epi32(pair);
+        for (int i = 0; i < G; ++i) acc[i][c] = _mm512_dpbf16_ps(acc[i][c], wv[i], xp);
+      }
+    }
+    for (int i = 0; i < G; ++i) {
+      const int g = g0 + i;
+      for (int c = 0; c < C; ++c)
+        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(g) * kPackRows,
+                   nrows - g * kPackRows, acc[i][c]);
+    }
+  }
+};
+
+// F16 groups as bf16 pairs (same layout), rounded to nearest even.
+void f16_groups_to_bf16(const uint8_t* src, int64_t npairs, uint8_t* dst) {
+  for (int64_t p = 0; p < npairs; ++p) {
+    const __m512 lo = F16::lo(src + 64 * p), hi = F16::hi(src + 64 * p);
+    _mm512_storeu_si512(dst + 64 * p, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+}
+
+template <bool kIsF16>
+void gemm_batch(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const uint8_t* act, size_t act_stride,
+                int ncols, float* out, size_t out_stride) {
+  const int64_t npairs = k / 2;
+  const uint8_t* xh = act + packed_float_act_offset(k);
+  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+  uint8_t* conv = kIsF16 ? static_cast<uint8_t*>(scratch(2 * w_stride)) : nullptr;
+  for (int g = 0; g < ngroups; g += 2) {
+    const int G = ngroups - g >= 2 ? 2 : 1;
+    const uint8_t* src = w + static_cast<size_t>(g) * w_stride;
+    if (kIsF16) {
+      f16_groups_to_bf16(src, npairs * G, conv);  // groups are contiguous
+      src = conv;
+    }
+    if (G == 2) {
+      const BatchTile<2> t{npairs, src, w_stride, g, nrows, xh, act_stride, out, out_stride};
+      for_each_col_tile<12>(t, g, ncols);
+    } else {
+      const BatchTile<1> t{npairs, src, w_stride, g, nrows, xh, act_stride, out, out_stride};
+      for_each_col_tile<12>(t, g, ncols);
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_packed_float_act(const float* x, void* out, int64_t k) {
+  auto* base = static_cast<uint8_t*>(out);
+  std::memcpy(base, x, static_cast<size_t>(k) * sizeof(float));
+  auto* h = base + packed_float_act_offset(k);
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + 2 * i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
+  if (i < k) {
+    const __mmask16 m = lane_mask(k - i);
+    _mm256_mask_storeu_epi16(h + 2 * i, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+void gemm_f16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                     int ncols, float* out, size_t out_stride) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(act);
+  if (ncols >= kPackedFloatBatchCols) {
+    gemm_batch<true>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  } else {
+    gemm_exact<F16>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  }
+}
+
+void gemm_bf16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                      int ncols, float* out, size_t out_stride) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(act);
+  if (ncols >= kPackedFloatBatchCols) {
+    gemm_batch<false>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  } else {
+    gemm_exact<BF16>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  }
+}
+
+}  // namespace brisk::kernels::avx512

@@ -1,0 +1,177 @@
+// Packed F16 / BF16 weights (kernels/packed.h): the layout round trip, the
+// "F32 + BF16" activation columns, and the scalar and AVX-512 gemms against a
+// double-precision reference, on both sides of kPackedFloatBatchCols: exact
+// f32 products below it, bf16-rounded products from it on.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/tensor_type.h"
+#include "kernels/matmul.h"
+#include "kernels/packed.h"
+
+using namespace brisk;
+using namespace brisk::kernels;
+
+namespace {
+
+const TensorType kTypes[] = {TensorType::F16, TensorType::BF16};
+
+uint16_t to_bits(TensorType t, float v) { return t == TensorType::F16 ? f32_to_fp16(v) : f32_to_bf16(v); }
+float from_bits(TensorType t, uint16_t h) { return t == TensorType::F16 ? fp16_to_f32(h) : bf16_to_f32(h); }
+
+// Rows of k 2-byte values: normal, or (edge) with a wide range of exponents,
+// exact zeros and F16 subnormals.
+std::vector<uint16_t> make_rows(std::mt19937& rng, TensorType t, int nrows, int64_t k, bool edge) {
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<uint16_t> w(static_cast<size_t>(nrows) * k);
+  for (auto& h : w) {
+    float v = nd(rng);
+    if (edge) {
+      switch (rng() % 8) {
+        case 0: v = 0; break;
+        case 1: v = std::ldexp(v, -20); break;  // an F16 subnormal
+        case 2: v = std::ldexp(v, static_cast<int>(rng() % 20) - 10); break;
+        default: break;
+      }
+    }
+    h = to_bits(t, v);
+  }
+  return w;
+}
+
+std::vector<float> make_act(std::mt19937& rng, int64_t k, bool edge) {
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> x(k);
+  for (auto& v : x) {
+    v = nd(rng);
+    if (edge && rng() % 8 == 0) v = rng() % 2 ? 0.0f : v * 1e4f;
+  }
+  return x;
+}
+
+void check(const MatmulKernel& kern, TensorType t, std::mt19937& rng, int64_t k, int nrows, int ncols, bool edge) {
+  const std::vector<uint16_t> w = make_rows(rng, t, nrows, k, edge);
+  const size_t gb = packed_group_bytes(t, k);
+  const int ng = (nrows + kPackRows - 1) / kPackRows;
+  std::vector<uint8_t> p(gb * ng + 64, 0xCD);
+  for (int g = 0; g < ng; ++g)
+    pack_row_group(t, reinterpret_cast<const uint8_t*>(w.data() + static_cast<size_t>(g) * kPackRows * k), 2 * k,
+                   std::min(kPackRows, nrows - g * kPackRows), k, p.data() + gb * g);
+  // A column stride that is not a multiple of 64 (edge): the kernels may not
+  // rely on aligned columns.
+  const size_t ab = act_column_bytes(kern, k) + (edge ? 4 : 0);
+  std::vector<uint8_t> act(ab * ncols + 64, 0xEE);
+  std::vector<std::vector<float>> xs;
+  for (int c = 0; c < ncols; ++c) {
+    xs.push_back(make_act(rng, k, edge));
+    kern.quantize_act(xs.back().data(), act.data() + c * ab, k);
+  }
+  const size_t out_stride = nrows + 3;
+  const float sentinel = -12345.0f;
+  std::vector<float> out(out_stride * ncols, sentinel);
+  kern.gemm(k, p.data(), gb, nrows, act.data(), ab, ncols, out.data(), out_stride);
+  const bool batch = ncols >= kPackedFloatBatchCols;
+  for (int c = 0; c < ncols; ++c) {
+    for (int r = 0; r < nrows; ++r) {
+      double exp = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const float wv = from_bits(t, w[static_cast<size_t>(r) * k + i]);
+        const double prod = batch ? static_cast<double>(bf16_to_f32(bf16_batch_round(wv))) *
+                                        bf16_to_f32(bf16_batch_round(xs[c][i]))
+                                  : static_cast<double>(wv) * xs[c][i];
+        exp += prod;
+        mag += std::fabs(prod);
+      }
+      INFO(type_name(t) << " k=" << k << " rows=" << nrows << " cols=" << ncols << " r=" << r << " c=" << c
+                        << " edge=" << edge);
+      // f32 sums in some order: a few ulps of the magnitude. The other path
+      // (bf16 instead of exact, or the reverse) is off by ~1e-4 of it.
+      REQUIRE(std::fabs(out[c * out_stride + r] - exp) <= 1e-5 * mag + 1e-30);
+    }
+    for (size_t r = nrows; r < out_stride; ++r) REQUIRE(out[c * out_stride + r] == sentinel);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("packed F16/BF16 layout: pack then unpack gives the rows back", "[packed][float]") {
+  std::mt19937 rng(3);
+  for (TensorType t : kTypes) {
+    REQUIRE(packable(t));
+    REQUIRE(packable(t, 64));
+    REQUIRE_FALSE(packable(t, 63));  // pairs need an even row length
+    REQUIRE(packed_group_bytes(t, 2048) == row_bytes(t, 2048) * kPackRows);
+    for (int64_t k : {2, 64, 2050})
+      for (int nrows : {1, 15, 16}) {
+        const std::vector<uint16_t> w = make_rows(rng, t, nrows, k, true);
+        std::vector<uint8_t> grp(packed_group_bytes(t, k), 0xAB);
+        pack_row_group(t, reinterpret_cast<const uint8_t*>(w.data()), 2 * k, nrows, k, grp.data());
+        std::vector<uint16_t> back(w.size(), 0);
+        unpack_row_group(t, grp.data(), nrows, k, reinterpret_cast<uint8_t*>(back.data()), 2 * k);
+        REQUIRE(back == w);
+        // Rows past nrows are zero.
+        for (int r = nrows; r < kPackRows; ++r)
+          for (int64_t i = 0; i < k; ++i) REQUIRE(grp[64 * (i / 2) + 4 * r + 2 * (i % 2)] == 0);
+      }
+  }
+}
+
+TEST_CASE("packed F16/BF16 activations: f32 copy and bf16 rounding", "[packed][float]") {
+  CHECK(bf16_batch_round(1.0f) == 0x3F80);
+  CHECK(bf16_batch_round(1.00390625f) == 0x3F80);  // halfway: to even
+  CHECK(bf16_batch_round(1.01171875f) == 0x3F82);  // halfway: to even (up)
+  CHECK(bf16_batch_round(1e-40f) == 0x0000);       // subnormal reads as zero
+  CHECK(bf16_batch_round(-1e-40f) == 0x8000);
+  std::mt19937 rng(4);
+  for (Isa isa : {Isa::scalar, Isa::avx512}) {
+    for (TensorType t : kTypes) {
+      const MatmulKernel* kern = packed_matmul_kernel_for(t, isa);
+      if (!kern) {
+        WARN("no packed " << type_name(t) << " kernel on " << isa_name(isa));
+        continue;
+      }
+      for (int64_t k : {2, 30, 2048}) {
+        std::vector<float> x = make_act(rng, k, true);
+        x[0] = 1e-40f;
+        std::vector<uint8_t> a(act_column_bytes(*kern, k), 0), b(packed_float_act_bytes(k), 0);
+        kern->quantize_act(x.data(), a.data(), k);
+        quantize_packed_float_act_ref(x.data(), b.data(), k);
+        REQUIRE(a == b);
+        REQUIRE(std::memcmp(a.data(), x.data(), 4 * k) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("packed F16/BF16 gemm (scalar and simd) matches the reference", "[simd][packed][float]") {
+  const int rows[] = {1, 5, 16, 17, 33, 48, 50};
+  const int cols[] = {1, 2, 3, 8, 9, 31, 32, 33, 45};
+  for (TensorType t : kTypes) {
+    for (Isa isa : {Isa::scalar, Isa::avx512}) {
+      if (!isa_supported(isa)) {
+        WARN("skipped: CPU lacks " << isa_name(isa));
+        continue;
+      }
+      const MatmulKernel* kern = packed_matmul_kernel_for(t, isa);
+      if (!kern) {
+        WARN("skipped: no packed " << type_name(t) << " kernel on " << isa_name(isa) << " (AVX-512 BF16 missing)");
+        continue;
+      }
+      REQUIRE(kern->packed);
+      std::mt19937 rng(static_cast<uint32_t>(t) * 7 + static_cast<uint32_t>(isa));
+      const int64_t ks[] = {2, 32, 98, 2048};
+      int n = 0;
+      for (int nr : rows)
+        for (int nc : cols) {
+          check(*kern, t, rng, ks[n % 4], nr, nc, n % 3 == 2);
+          ++n;
+        }
+    }
+  }
+}
