@@ -48,14 +48,15 @@ KVCache::KVCache(const ModelConfig& c, int n_slots, int n_ctx, TensorType k_type
       n_ctx_(n_ctx),
       kv_dim_(c.kv_dim()),
       head_dim_(c.head_dim),
+      n_head_kv_(c.n_head_kv),
       k_type_(k_type),
       v_type_(v_type) {
   check_type(k_type, c);
   check_type(v_type, c);
   if (n_slots <= 0 || n_ctx <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "KV cache needs at least one slot and one position");
-  k_row_bytes_ = row_bytes(k_type, kv_dim_);
-  v_row_bytes_ = row_bytes(v_type, kv_dim_);
-  const size_t rows = static_cast<size_t>(n_layer_) * n_slots_ * n_ctx_;
+  k_row_bytes_ = row_bytes(k_type, head_dim_);
+  v_row_bytes_ = row_bytes(v_type, head_dim_);
+  const size_t rows = static_cast<size_t>(n_layer_) * n_slots_ * n_head_kv_ * n_ctx_;
   k_ = alloc_zeroed(rows * k_row_bytes_);
   try {
     v_ = alloc_zeroed(rows * v_row_bytes_);
@@ -71,24 +72,31 @@ KVCache::~KVCache() {
 }
 
 uint64_t KVCache::bytes_per_token(const ModelConfig& c, TensorType k_type, TensorType v_type) {
-  return static_cast<uint64_t>(c.n_layer) * (row_bytes(k_type, c.kv_dim()) + row_bytes(v_type, c.kv_dim()));
+  return static_cast<uint64_t>(c.n_layer) * c.n_head_kv *
+         (row_bytes(k_type, c.head_dim) + row_bytes(v_type, c.head_dim));
 }
 
 uint64_t KVCache::total_bytes() const {
-  return static_cast<uint64_t>(n_layer_) * n_slots_ * n_ctx_ * (k_row_bytes_ + v_row_bytes_);
+  return static_cast<uint64_t>(n_layer_) * n_slots_ * n_head_kv_ * n_ctx_ * (k_row_bytes_ + v_row_bytes_);
 }
 
 void KVCache::store(int layer, int slot, int pos, const float* k, const float* v) {
-  quant::quantize_row(k_type_, k, k_row(layer, slot, pos), kv_dim_);
-  quant::quantize_row(v_type_, v, v_row(layer, slot, pos), kv_dim_);
+  for (int h = 0; h < n_head_kv_; ++h) {
+    const size_t off = static_cast<size_t>(h) * head_dim_;
+    quant::quantize_row(k_type_, k + off, base(k_, k_row_bytes_, layer, slot, h, pos), head_dim_);
+    quant::quantize_row(v_type_, v + off, base(v_, v_row_bytes_, layer, slot, h, pos), head_dim_);
+  }
 }
 
 void KVCache::copy_prefix(int src, int dst, int n) {
   if (src == dst || n <= 0) return;
-  for (int l = 0; l < n_layer_; ++l) {
-    std::memcpy(k_row(l, dst, 0), k_row(l, src, 0), static_cast<size_t>(n) * k_row_bytes_);
-    std::memcpy(v_row(l, dst, 0), v_row(l, src, 0), static_cast<size_t>(n) * v_row_bytes_);
-  }
+  for (int l = 0; l < n_layer_; ++l)
+    for (int h = 0; h < n_head_kv_; ++h) {
+      std::memcpy(base(k_, k_row_bytes_, l, dst, h, 0), base(k_, k_row_bytes_, l, src, h, 0),
+                  static_cast<size_t>(n) * k_row_bytes_);
+      std::memcpy(base(v_, v_row_bytes_, l, dst, h, 0), base(v_, v_row_bytes_, l, src, h, 0),
+                  static_cast<size_t>(n) * v_row_bytes_);
+    }
 }
 
 }  // namespace brisk

@@ -23,8 +23,6 @@ void Forward::attend(int l, const Batch& b, const KVCache& cache, ThreadPool& po
   const int group = c.n_head / c.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const kernels::VecKernels& vk = kernels::vec_kernels();
-  const size_t k_head_bytes = row_bytes(cache.k_type(), hd);
-  const size_t v_head_bytes = row_bytes(cache.v_type(), hd);
   const int64_t n_tasks = static_cast<int64_t>(b.size()) * c.n_head_kv;
   pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
     const int t = static_cast<int>(task / c.n_head_kv);
@@ -36,11 +34,11 @@ void Forward::attend(int l, const Batch& b, const KVCache& cache, ThreadPool& po
     a.head_dim = hd;
     a.n_pos = b.pos[t] + 1;
     a.scale = scale;
-    a.k = cache.k_row(l, slot, 0) + g * k_head_bytes;
-    a.k_stride = cache.k_row_bytes();
+    a.k = cache.k_row(l, slot, g, 0);
+    a.k_stride = cache.k_head_row_bytes();
     a.k_type = cache.k_type();
-    a.v = cache.v_row(l, slot, 0) + g * v_head_bytes;
-    a.v_stride = cache.v_row_bytes();
+    a.v = cache.v_row(l, slot, g, 0);
+    a.v_stride = cache.v_head_row_bytes();
     a.v_type = cache.v_type();
     a.scores = &scores_[static_cast<size_t>(thread) * group * n_ctx_];
     a.row = &row_buf_[static_cast<size_t>(thread) * hd];

@@ -29,6 +29,25 @@ inline void load_row(const uint8_t* p, __m512 (&v)[NV]) {
   }
 }
 
+// Bytes of one cache row of 16 * NV values.
+template <TensorType T, int NV>
+constexpr int row_bytes_of() {
+  return T == TensorType::F32 ? 64 * NV : T == TensorType::F16 ? 32 * NV : 34 * (NV / 2);
+}
+
+// The cache rows of one sequence and head are a few hundred bytes apart and
+// read once per step, long after the weights streamed through the caches
+// evicted them: too short and strided for the hardware prefetcher to hide
+// DRAM latency. Rows kAhead positions on are requested while this one is
+// used (prefetches past the last row are harmless hints).
+constexpr int kAhead = 16;
+template <TensorType T, int NV>
+inline void prefetch_row(const uint8_t* p) {
+  constexpr int n = row_bytes_of<T, NV>();
+  for (int o = 0; o < n; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+  if (n % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + n - 1), _MM_HINT_T0);
+}
+
 // The 8 horizontal sums of a[0..7], in order.
 inline __m256 reduce8(const __m512 (&a)[8]) {
   // Per 128-bit lane, pairs then quads of vectors: lane l of s0123 holds
@@ -55,6 +74,7 @@ void attend_impl(const AttendArgs& a) {
   const int G = a.group;
   // Scores position-major: scores[p * G + h].
   for (int p = 0; p < a.n_pos; ++p) {
+    prefetch_row<KT, NV>(a.k + static_cast<size_t>(p + kAhead) * a.k_stride);
     __m512 k[NV];
     load_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride, k);
     for (int h0 = 0; h0 < G; h0 += 8) {
@@ -117,6 +137,7 @@ void attend_impl(const AttendArgs& a) {
       if (stage && h0 > 0) {
         for (int i = 0; i < NV; ++i) v[i] = _mm512_loadu_ps(staged + 16 * i);
       } else {
+        prefetch_row<VT, NV>(a.v + static_cast<size_t>(p + kAhead) * a.v_stride);
         load_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride, v);
         if (stage)
           for (int i = 0; i < NV; ++i) _mm512_storeu_ps(staged + 16 * i, v[i]);
