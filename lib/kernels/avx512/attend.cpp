@@ -37,10 +37,12 @@ constexpr int row_bytes_of() {
 
 // The cache rows of one sequence and head are a few hundred bytes apart and
 // read once per step, long after the weights streamed through the caches
-// evicted them: too short and strided for the hardware prefetcher to hide
-// DRAM latency. Rows kAhead positions on are requested while this one is
-// used (prefetches past the last row are harmless hints).
-constexpr int kAhead = 16;
+// evicted them: a few KB per head, too short a stream for the hardware
+// prefetcher to hide DRAM latency. So the first kAhead rows of K and V are
+// requested up front, and while the scores walk the keys, the key and value
+// rows kAhead positions on (the values are then in cache for their pass;
+// prefetches past the last row are harmless hints).
+constexpr int kAhead = 32;
 template <TensorType T, int NV>
 inline void prefetch_row(const uint8_t* p) {
   constexpr int n = row_bytes_of<T, NV>();
@@ -73,8 +75,13 @@ void attend_impl(const AttendArgs& a) {
   constexpr int hd = 16 * NV;
   const int G = a.group;
   // Scores position-major: scores[p * G + h].
+  for (int p = 0; p < kAhead && p < a.n_pos; ++p) {
+    prefetch_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride);
+    prefetch_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride);
+  }
   for (int p = 0; p < a.n_pos; ++p) {
     prefetch_row<KT, NV>(a.k + static_cast<size_t>(p + kAhead) * a.k_stride);
+    prefetch_row<VT, NV>(a.v + static_cast<size_t>(p + kAhead) * a.v_stride);
     __m512 k[NV];
     load_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride, k);
     for (int h0 = 0; h0 < G; h0 += 8) {
@@ -137,7 +144,6 @@ void attend_impl(const AttendArgs& a) {
       if (stage && h0 > 0) {
         for (int i = 0; i < NV; ++i) v[i] = _mm512_loadu_ps(staged + 16 * i);
       } else {
-        prefetch_row<VT, NV>(a.v + static_cast<size_t>(p + kAhead) * a.v_stride);
         load_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride, v);
         if (stage)
           for (int i = 0; i < NV; ++i) _mm512_storeu_ps(staged + 16 * i, v[i]);
