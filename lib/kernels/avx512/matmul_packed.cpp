@@ -1,4 +1,3 @@
-#include <cstdlib>
 // AVX-512 VNNI kernels over packed Q4_0 / Q8_0 / Q4_K / Q6_K weights (layout: packed.h).
 //
 // A tile is one 16-row group times up to 8 activation columns. Per block,
@@ -46,9 +45,7 @@ inline int32_t load_i32(const void* p) {
 // tiles by 40-50% (the first tile of a group otherwise waits on DRAM at
 // every block) and is neutral for one column, where the hardware prefetcher
 // already keeps up; 2.3 KB gained less and 9 KB no more.
-static size_t pf_env(const char* n, size_t d){const char* e=getenv(n);return e?strtoul(e,nullptr,10):d;}
-static const size_t kPrefetchBytes = pf_env("PFB",4608);
-static const int kHint = (int)pf_env("PFH",0);
+constexpr size_t kPrefetchBytes = 4608;
 
 // Stores a 16-row group's results for C columns (rows past nrows are not written).
 template <int C>
@@ -100,7 +97,7 @@ struct PackedTile {
       const uint8_t* sl = pair + 64 + static_cast<size_t>(b & 1) * kSlices * 64;
       // Once per pair, its lines kPrefetchBytes ahead (groups are contiguous,
       // so this runs on into the next group).
-      if ((b & 1) == 0) { if (kHint==0) prefetch_bytes<kPairBytes>(pair + kPrefetchBytes); else if (kHint==1) { for (size_t o=0;o<kPairBytes;o+=64) _mm_prefetch((const char*)pair + kPrefetchBytes+o, _MM_HINT_T1);} else if (kHint==3 && C>=4) prefetch_bytes<kPairBytes>(pair + kPrefetchBytes); else if (kHint==4) { for (size_t o=0;o<kPairBytes;o+=64) _mm_prefetch((const char*)pair + kPrefetchBytes+o, _MM_HINT_T2);} }
+      if ((b & 1) == 0) prefetch_bytes<kPairBytes>(pair + kPrefetchBytes);
       __m512i W[8];
       if constexpr (T == TensorType::Q4_0) {
         for (int m = 0; m < 4; ++m) {
