@@ -165,6 +165,8 @@ int cmd_bench(int argc, char** argv) {
     ("history", "append results to this JSON-lines file", cxxopts::value<std::string>()->default_value(default_history()))
     ("no-history", "do not append to the history file")
     ("compare", "show the change against the last run of the same configuration")
+    ("interleave", "with several --parallel counts: keep every engine and take the repetitions in turns, so that "
+                   "changing machine load affects all counts alike (peak RSS is then over all of them)")
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
@@ -251,10 +253,23 @@ int cmd_bench(int argc, char** argv) {
                 "gen tok/s (min-max)", "ttft ms", "RSS MiB");
   int rc = 0;
   std::string cpu_list = args.count("cpu-list") ? args["cpu-list"].as<std::string>() : "";
-  for (int parallel : parallels) {
+  const bool interleave = args.count("interleave") > 0;
+
+  // One configuration: its engine and its repetitions.
+  struct Config {
+    int parallel = 0;
+    brisk_engine* engine = nullptr;
+    std::string desc;
+    int threads = 0;
+    std::vector<double> pp, tg, ttft;
+  };
+  std::vector<Config> configs(parallels.size());
+  for (size_t i = 0; i < parallels.size(); ++i) configs[i].parallel = parallels[i];
+
+  auto create = [&](Config& c) -> bool {
     brisk_engine_options eo;
     brisk_engine_options_init(&eo);
-    eo.n_seq_max = static_cast<uint32_t>(parallel);
+    eo.n_seq_max = static_cast<uint32_t>(c.parallel);
     eo.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 1);
     eo.n_threads = static_cast<uint32_t>(std::max(0, args["threads"].as<int>()));
     eo.n_batch = static_cast<uint32_t>(std::max(1, args["batch-size"].as<int>()));
@@ -262,43 +277,47 @@ int cmd_bench(int argc, char** argv) {
     eo.cache_type_v = cache_v;
     eo.no_pin = args.count("no-pin") ? 1 : 0;
     eo.cpu_list = cpu_list.empty() ? nullptr : cpu_list.c_str();
-    reset_peak_rss();
-    brisk_engine* engine = nullptr;
-    if ((st = brisk_engine_create(model, &eo, &engine)) != BRISK_OK) {
+    if ((st = brisk_engine_create(model, &eo, &c.engine)) != BRISK_OK) {
       rc = report("bench", st);
-      break;
+      return false;
     }
     char desc[512] = "";
-    brisk_engine_describe(engine, desc, sizeof desc, &needed);
-    std::fprintf(stderr, "parallel %d: %s\n", parallel, desc);
-    std::vector<double> pp, tg, ttft;
-    bool ok = true;
-    for (int r = 0; r < reps && ok; ++r) {
-      std::fprintf(stderr, "\r  run %d/%d ...", r + 1, reps);
-      std::fflush(stderr);
-      Run run;
-      ok = run_once(engine, prompt, parallel, n_gen, window, &run);
-      pp.push_back(run.prompt_tps);
-      tg.push_back(run.gen_tps);
-      ttft.push_back(run.ttft_ms);
-    }
-    std::fprintf(stderr, "\r%30s\r", "");
-    const int threads = static_cast<int>(brisk_engine_n_threads(engine));
-    brisk_engine_free(engine);
-    if (!ok) {
+    brisk_engine_describe(c.engine, desc, sizeof desc, &needed);
+    c.desc = desc;
+    c.threads = static_cast<int>(brisk_engine_n_threads(c.engine));
+    std::fprintf(stderr, "parallel %d: %s\n", c.parallel, desc);
+    return true;
+  };
+  auto run_rep = [&](Config& c, int r) -> bool {
+    std::fprintf(stderr, "\r  parallel %d, run %d/%d ...", c.parallel, r + 1, reps);
+    std::fflush(stderr);
+    Run run;
+    if (!run_once(c.engine, prompt, c.parallel, n_gen, window, &run)) {
       rc = 1;
-      break;
+      return false;
     }
+    c.pp.push_back(run.prompt_tps);
+    c.tg.push_back(run.gen_tps);
+    c.ttft.push_back(run.ttft_ms);
+    return true;
+  };
+  // Prints, compares and records one finished configuration.
+  auto finish = [&](const Config& c) {
+    const auto& pp = c.pp;
+    const auto& tg = c.tg;
+    const auto& ttft = c.ttft;
+    const int parallel = c.parallel, threads = c.threads;
     nlohmann::json j = {
         {"model", model_name},
         {"weight_type", wtype},
         {"threads", threads},
-        {"pinning", std::string(desc).substr(0, std::string(desc).find(';'))},
+        {"pinning", c.desc.substr(0, c.desc.find(';'))},
         {"parallel", parallel},
         {"prompt_tokens", prompt.size()},
         {"gen_tokens", n_gen},
         {"window", window},
         {"reps", reps},
+        {"interleaved", interleave},
         {"cache_type_k", args["cache-type-k"].as<std::string>()},
         {"cache_type_v", args["cache-type-v"].as<std::string>()},
         {"prompt_tokens_per_s", median(pp)},
@@ -343,6 +362,34 @@ int cmd_bench(int argc, char** argv) {
       std::filesystem::create_directories(std::filesystem::path(history).parent_path(), ec);
       std::ofstream out(history, std::ios::app);
       if (out) out << j.dump() << "\n";
+    }
+  };
+
+  if (interleave) {
+    // Every engine first, then the repetitions in turns (parallel 1, 2, ...,
+    // 1, 2, ...), so that a drifting machine load affects all alike.
+    reset_peak_rss();
+    bool ok = true;
+    for (Config& c : configs)
+      if (ok) ok = create(c);
+    for (int r = 0; r < reps && ok; ++r)
+      for (Config& c : configs)
+        if (ok) ok = run_rep(c, r);
+    std::fprintf(stderr, "\r%40s\r", "");
+    if (ok)
+      for (const Config& c : configs) finish(c);
+    for (Config& c : configs) brisk_engine_free(c.engine);
+  } else {
+    for (Config& c : configs) {
+      reset_peak_rss();
+      if (!create(c)) break;
+      bool ok = true;
+      for (int r = 0; r < reps && ok; ++r) ok = run_rep(c, r);
+      std::fprintf(stderr, "\r%40s\r", "");
+      brisk_engine_free(c.engine);
+      c.engine = nullptr;
+      if (!ok) break;
+      finish(c);
     }
   }
   brisk_model_close(model);
