@@ -35,6 +35,20 @@ TEST_CASE("vec kernels match the scalar reference on every ISA", "[vec]") {
         ref.to_f32(t, row.data(), x2.data(), n);
         INFO("type " << type_name(t));
         CHECK(x1 == x2);
+        // The cache's writes: bytes identical to the reference, including
+        // values that overflow F16, its subnormals, zeros and odd tails.
+        std::vector<float> w(a);
+        w[0] = 70000.0f, w[1] = -1e-6f, w[2] = 3e-8f, w[3] = -0.0f, w[4] = 65519.0f, w[5] = 65520.0f;
+        std::vector<uint8_t> r1(row_bytes(t, n), 0xAA), r2(row_bytes(t, n), 0x55);
+        k->from_f32(t, w.data(), r1.data(), n);
+        quant::quantize_row(t, w.data(), r2.data(), n);
+        CHECK(r1 == r2);
+        if (t == TensorType::F16) {
+          std::vector<uint8_t> t1(2 * (n - 3), 0xAA), t2(2 * (n - 3), 0x55);
+          k->from_f32(t, w.data() + 1, t1.data(), n - 3);
+          quant::quantize_row(t, w.data() + 1, t2.data(), n - 3);
+          CHECK(t1 == t2);
+        }
       }
     }
   }

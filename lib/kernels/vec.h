@@ -23,6 +23,10 @@ struct VecKernels {
   bool (*attend)(const struct AttendArgs& a);
   // gate = silu(gate) * up (SwiGLU), as ops::swiglu.
   void (*swiglu)(float* gate, const float* up, int64_t n);
+  // n floats to a cache row segment of `type`, bit-exact with
+  // quant::quantize_row (the KV cache's writes: F16 is converted with F16C
+  // where the ISA has it, the block types by the reference).
+  void (*from_f32)(TensorType type, const float* src, void* dst, int n);
 };
 
 // Attention of the `group` query heads that share one KV head, over cache

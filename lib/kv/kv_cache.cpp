@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/error.h"
+#include "kernels/vec.h"
 #include "quant/quant.h"
 #include "threads/topology.h"
 
@@ -81,10 +82,11 @@ uint64_t KVCache::total_bytes() const {
 }
 
 void KVCache::store(int layer, int slot, int pos, const float* k, const float* v) {
+  const kernels::VecKernels& vk = kernels::vec_kernels();
   for (int h = 0; h < n_head_kv_; ++h) {
     const size_t off = static_cast<size_t>(h) * head_dim_;
-    quant::quantize_row(k_type_, k + off, base(k_, k_row_bytes_, layer, slot, h, pos), head_dim_);
-    quant::quantize_row(v_type_, v + off, base(v_, v_row_bytes_, layer, slot, h, pos), head_dim_);
+    vk.from_f32(k_type_, k + off, base(k_, k_row_bytes_, layer, slot, h, pos), head_dim_);
+    vk.from_f32(v_type_, v + off, base(v_, v_row_bytes_, layer, slot, h, pos), head_dim_);
   }
 }
 

@@ -69,7 +69,20 @@ void to_f32(TensorType type, const void* src, float* dst, int n) {
   }
 }
 
-const VecKernels kTable{to_f32, dot, axpy, nullptr, ops::swiglu};
+// F16 with F16C (round to nearest even, as the reference's bit-exact
+// conversion); other types by the reference.
+void from_f32(TensorType type, const float* src, void* dst, int n) {
+  if (type != TensorType::F16) {
+    quant::quantize_row(type, src, dst, n);
+    return;
+  }
+  uint16_t* h = static_cast<uint16_t*>(dst);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) h[i] = avx2::f2h(src[i]);
+}
+
+const VecKernels kTable{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32};
 
 }  // namespace
 

@@ -82,7 +82,20 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
-const VecKernels kTable{to_f32, dot, axpy, avx512::attend, swiglu};
+// F16 with F16C (round to nearest even, as the reference's bit-exact
+// conversion); other types by the reference.
+void from_f32(TensorType type, const float* src, void* dst, int n) {
+  if (type != TensorType::F16) {
+    quant::quantize_row(type, src, dst, n);
+    return;
+  }
+  uint16_t* h = static_cast<uint16_t*>(dst);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) h[i] = avx512::f2h(src[i]);
+}
+
+const VecKernels kTable{to_f32, dot, axpy, avx512::attend, swiglu, from_f32};
 
 }  // namespace
 

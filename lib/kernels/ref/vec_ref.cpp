@@ -19,7 +19,9 @@ void axpy(float* y, float a, const float* x, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu};
+void from_f32(TensorType type, const float* src, void* dst, int n) { quant::quantize_row(type, src, dst, n); }
+
+const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32};
 
 }  // namespace
 
