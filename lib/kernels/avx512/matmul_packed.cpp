@@ -12,6 +12,7 @@
 // each block's integer dot starts at -offset x (sum of the activation block),
 // which the "Q8_0 with sums" activations carry precomputed.
 #include "kernels/avx512/common.h"
+#include "kernels/avx512/packed_tiles.h"
 #include "kernels/packed.h"
 #include "quant/blocks.h"
 
@@ -51,21 +52,6 @@ constexpr size_t kPrefetchBytes = 4608;
 template <int C>
 constexpr size_t prefetch_distance() {
   return C == 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
-}
-
-// Stores a 16-row group's results for C columns (rows past nrows are not written).
-template <int C>
-inline void store_group(float* out, size_t out_stride, int nrows, int g, int c0, const __m512 (&acc)[C]) {
-  const int r0 = g * kPackRows;
-  const int valid = nrows - r0 < kPackRows ? nrows - r0 : kPackRows;
-  for (int c = 0; c < C; ++c) {
-    float* o = out + static_cast<size_t>(c0 + c) * out_stride + r0;
-    if (valid == kPackRows) {
-      _mm512_storeu_ps(o, acc[c]);
-    } else {
-      _mm512_mask_storeu_ps(o, lane_mask(valid), acc[c]);
-    }
-  }
 }
 
 template <TensorType T>
@@ -134,17 +120,6 @@ struct PackedTile {
   }
 };
 
-template <int C, typename Tile>
-inline void dispatch(const Tile& t, int g, int c0, int cn) {
-  if constexpr (C > 0) {
-    if (cn == C) {
-      t.template run<C>(g, c0);
-    } else {
-      dispatch<C - 1>(t, g, c0, cn);
-    }
-  }
-}
-
 // Columns are taken in blocks whose activations stay in L2 (a few KB per
 // column) while the row groups pass; within a block, tiles of up to 8
 // columns reuse each block's unpacked weights from registers (8 measured
@@ -157,19 +132,8 @@ template <int kTile, typename Tile>
 void drive(const Tile& t, int nrows, int ncols) {
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   for (int cb = 0; cb < ncols; cb += kColBlock) {
-    const int ce = ncols - cb < kColBlock ? ncols : cb + kColBlock;
-    // Tiles as even as possible (8 columns: 4 + 4, not 6 + 2): a narrow
-    // tile unpacks the weights again for little work.
-    const int n = ce - cb;
-    const int ntiles = (n + kTile - 1) / kTile;
-    for (int g = 0; g < ngroups; ++g) {
-      int c = cb;
-      for (int i = 0; i < ntiles; ++i) {
-        const int width = n / ntiles + (i < n % ntiles ? 1 : 0);
-        dispatch<kTile>(t, g, c, width);
-        c += width;
-      }
-    }
+    const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
+    for (int g = 0; g < ngroups; ++g) for_each_col_tile<kTile>(t, g, cb, n);
   }
 }
 

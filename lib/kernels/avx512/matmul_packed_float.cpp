@@ -14,6 +14,7 @@
 //    rows x 12 columns keep 24 accumulators busy for 2 weight loads and 12
 //    broadcasts per pair.
 #include "kernels/avx512/common.h"
+#include "kernels/avx512/packed_tiles.h"
 #include "kernels/packed.h"
 
 namespace brisk::kernels::avx512 {
@@ -31,39 +32,6 @@ struct BF16 {
   static __m512 lo(const uint8_t* q) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))); }
   static __m512 hi(const uint8_t* q) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32))); }
 };
-
-// Stores one 16-row result vector (rows past nrows are not written).
-inline void store_rows(float* o, int valid, __m512 v) {
-  if (valid >= kPackRows) {
-    _mm512_storeu_ps(o, v);
-  } else {
-    _mm512_mask_storeu_ps(o, lane_mask(valid), v);
-  }
-}
-
-template <int C, typename Tile>
-inline void dispatch_cols(const Tile& t, int g, int c0, int cn) {
-  if constexpr (C > 0) {
-    if (cn == C) {
-      t.template run<C>(g, c0);
-    } else {
-      dispatch_cols<C - 1>(t, g, c0, cn);
-    }
-  }
-}
-
-// Splits [0, ncols) into as few tiles of at most kTile columns as possible,
-// as even as possible, and runs group g over each.
-template <int kTile, typename Tile>
-inline void for_each_col_tile(const Tile& t, int g, int ncols) {
-  const int ntiles = (ncols + kTile - 1) / kTile;
-  int c = 0;
-  for (int i = 0; i < ntiles; ++i) {
-    const int width = ncols / ntiles + (i < ncols % ntiles ? 1 : 0);
-    dispatch_cols<kTile>(t, g, c, width);
-    c += width;
-  }
-}
 
 template <typename L>
 struct ExactTile {
@@ -97,11 +65,10 @@ struct ExactTile {
     // Lane 2i+j of lo holds row i's products with values 2p+j (hi: row 8+i).
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    const int valid = nrows - g * kPackRows;
-    for (int c = 0; c < C; ++c) {
-      const __m512 s = _mm512_add_ps(_mm512_permutex2var_ps(lo[c], even, hi[c]), _mm512_permutex2var_ps(lo[c], odd, hi[c]));
-      store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(g) * kPackRows, valid, s);
-    }
+    __m512 sum[C];
+    for (int c = 0; c < C; ++c)
+      sum[c] = _mm512_add_ps(_mm512_permutex2var_ps(lo[c], even, hi[c]), _mm512_permutex2var_ps(lo[c], odd, hi[c]));
+    store_group(out, out_stride, nrows, g, c0, sum);
   }
 };
 
@@ -110,7 +77,7 @@ void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const u
                 int ncols, float* out, size_t out_stride) {
   const ExactTile<L> t{k / 2, w, w_stride, nrows, act, act_stride, out, out_stride};
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-  for (int g = 0; g < ngroups; ++g) for_each_col_tile<8>(t, g, ncols);
+  for (int g = 0; g < ngroups; ++g) for_each_col_tile<8>(t, g, 0, ncols);
 }
 
 // G row groups (bf16 pairs, groups w_stride bytes apart) x C columns.
@@ -144,12 +111,7 @@ struct BatchTile {
         for (int i = 0; i < G; ++i) acc[i][c] = _mm512_dpbf16_ps(acc[i][c], wv[i], xp);
       }
     }
-    for (int i = 0; i < G; ++i) {
-      const int g = g0 + i;
-      for (int c = 0; c < C; ++c)
-        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(g) * kPackRows,
-                   nrows - g * kPackRows, acc[i][c]);
-    }
+    for (int i = 0; i < G; ++i) store_group(out, out_stride, nrows, g0 + i, c0, acc[i]);
   }
 };
 
@@ -177,10 +139,10 @@ void gemm_batch(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const u
     }
     if (G == 2) {
       const BatchTile<2> t{npairs, src, w_stride, g, nrows, xh, act_stride, out, out_stride};
-      for_each_col_tile<12>(t, g, ncols);
+      for_each_col_tile<12>(t, g, 0, ncols);
     } else {
       const BatchTile<1> t{npairs, src, w_stride, g, nrows, xh, act_stride, out, out_stride};
-      for_each_col_tile<12>(t, g, ncols);
+      for_each_col_tile<12>(t, g, 0, ncols);
     }
   }
 }

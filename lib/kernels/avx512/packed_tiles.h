@@ -1,0 +1,55 @@
+// What the packed-layout kernels (matmul_packed*.cpp) share: storing a
+// 16-row group's results and walking the columns in tiles. AVX-512 files
+// only (see common.h on why these helpers stay internal).
+#pragma once
+#include "kernels/avx512/common.h"
+#include "kernels/packed.h"
+
+namespace brisk::kernels::avx512 {
+namespace {
+
+// Row group g's 16 results for one column at o (rows past nrows are not written).
+inline void store_group_column(float* o, int nrows, int g, __m512 v) {
+  const int valid = nrows - g * kPackRows;
+  if (valid >= kPackRows) {
+    _mm512_storeu_ps(o, v);
+  } else {
+    _mm512_mask_storeu_ps(o, lane_mask(valid), v);
+  }
+}
+
+// Row group g's results for columns [c0, c0 + C).
+template <int C>
+inline void store_group(float* out, size_t out_stride, int nrows, int g, int c0, const __m512 (&acc)[C]) {
+  for (int c = 0; c < C; ++c)
+    store_group_column(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(g) * kPackRows, nrows, g,
+                       acc[c]);
+}
+
+// t.run<cn>(g, c0) with the tile width as a compile-time constant (cn <= C).
+template <int C, typename Tile>
+inline void dispatch_cols(const Tile& t, int g, int c0, int cn) {
+  if constexpr (C > 0) {
+    if (cn == C) {
+      t.template run<C>(g, c0);
+    } else {
+      dispatch_cols<C - 1>(t, g, c0, cn);
+    }
+  }
+}
+
+// Group g over columns [c0, c0 + n) in as few tiles of at most kTile columns
+// as possible, as even as possible (8 columns: 4 + 4, not 6 + 2): a narrow
+// tile unpacks or converts the weights again for little work.
+template <int kTile, typename Tile>
+inline void for_each_col_tile(const Tile& t, int g, int c0, int n) {
+  const int ntiles = (n + kTile - 1) / kTile;
+  for (int i = 0; i < ntiles; ++i) {
+    const int width = n / ntiles + (i < n % ntiles ? 1 : 0);
+    dispatch_cols<kTile>(t, g, c0, width);
+    c0 += width;
+  }
+}
+
+}  // namespace
+}  // namespace brisk::kernels::avx512
