@@ -4,6 +4,7 @@
 #   single-stream decode and prompt speed per weight type, and the aggregate
 #   decode curve over 1..16 parallel sequences for Q4_0 and Q8_0 weights with
 #   F16 and Q8_0 KV caches (128-token prompt per sequence, 128 generated,
+#   repetitions taken in turns across the parallel counts (--interleave),
 #   speed over the last 64). Medians of $REPS runs; JSON lines go to $OUT.
 # Run it alone: the figures mean nothing on a loaded machine (check `uptime`).
 # Usage: scripts/bench_matrix.sh [single|curve|all]
@@ -36,7 +37,7 @@ fi
 if [ "$what" = curve ] || [ "$what" = all ]; then
   for t in q4_0 q8_0; do
     for kv in f16 q8_0; do
-      "$B" bench -m "$(model $t)" --prompt-tokens 128 -n 128 --window 64 -r "$REPS" --parallel 1,2,4,8,16 \
+      "$B" bench -m "$(model $t)" --prompt-tokens 128 -n 128 --window 64 -r "$REPS" --parallel 1,2,4,8,16 --interleave \
         --cache-type-k $kv --cache-type-v $kv --json --no-history | tee -a "$OUT"
     done
   done
