@@ -47,7 +47,6 @@ KVCache::KVCache(const ModelConfig& c, int n_slots, int n_ctx, TensorType k_type
     : n_layer_(c.n_layer),
       n_slots_(n_slots),
       n_ctx_(n_ctx),
-      kv_dim_(c.kv_dim()),
       head_dim_(c.head_dim),
       n_head_kv_(c.n_head_kv),
       k_type_(k_type),

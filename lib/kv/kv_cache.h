@@ -49,7 +49,7 @@ class KVCache {
     const size_t idx = ((static_cast<size_t>(layer) * n_slots_ + slot) * n_head_kv_ + head) * n_ctx_ + pos;
     return p + idx * row;
   }
-  int n_layer_, n_slots_, n_ctx_, kv_dim_, head_dim_, n_head_kv_;
+  int n_layer_, n_slots_, n_ctx_, head_dim_, n_head_kv_;
   TensorType k_type_, v_type_;
   size_t k_row_bytes_, v_row_bytes_;
   uint8_t* k_ = nullptr;

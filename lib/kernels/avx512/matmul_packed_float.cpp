@@ -115,7 +115,7 @@ struct BatchTile {
   }
 };
 
-// F16 groups as bf16 pairs (same layout), rounded to nearest even.
+// One F16 group as bf16 pairs (same layout), rounded to nearest even.
 void f16_groups_to_bf16(const uint8_t* src, int64_t npairs, uint8_t* dst) {
   for (int64_t p = 0; p < npairs; ++p) {
     const __m512 lo = F16::lo(src + 64 * p), hi = F16::hi(src + 64 * p);
@@ -134,7 +134,7 @@ void gemm_batch(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const u
     const int G = ngroups - g >= 2 ? 2 : 1;
     const uint8_t* src = w + static_cast<size_t>(g) * w_stride;
     if (kIsF16) {
-      f16_groups_to_bf16(src, npairs * G, conv);  // groups are contiguous
+      for (int i = 0; i < G; ++i) f16_groups_to_bf16(src + i * w_stride, npairs, conv + i * w_stride);
       src = conv;
     }
     if (G == 2) {
