@@ -5,6 +5,7 @@
 
 #include "guard.h"
 #include "handles.h"
+#include "threads/read_bandwidth.h"
 
 using brisk::capi::copy_out;
 using brisk::capi::copy_text_out;
@@ -130,6 +131,22 @@ brisk_status brisk_engine_step(brisk_engine* e, uint32_t* n_active) {
     require(e, "engine");
     int n = e->engine->step();
     if (n_active) *n_active = static_cast<uint32_t>(n);
+  });
+}
+
+brisk_status brisk_engine_read_bandwidth(brisk_engine* e, uint64_t bytes, uint32_t passes, double* out_median,
+                                         double* out_min, double* out_max) {
+  return guard([&] {
+    require(out_median, "out_median_gb_per_s");
+    *out_median = 0;
+    if (out_min) *out_min = 0;
+    if (out_max) *out_max = 0;
+    require(e, "engine");
+    const brisk::ReadBandwidth r = brisk::measure_read_bandwidth(
+        e->engine->pool(), bytes ? static_cast<size_t>(bytes) : size_t{512} << 20, passes ? static_cast<int>(passes) : 8);
+    *out_median = r.median_gbs;
+    if (out_min) *out_min = r.min_gbs;
+    if (out_max) *out_max = r.max_gbs;
   });
 }
 

@@ -189,6 +189,15 @@ TEST_CASE("engine: the memory planner refuses what does not fit", "[engine]") {
   CHECK(brisk_sequence_create(e, &c) == BRISK_OK);
   std::vector<int32_t> too_long(65, 1);
   CHECK(brisk_sequence_add_tokens(c, too_long.data(), too_long.size()) == BRISK_ERR_CONTEXT_FULL);
+  // The read bandwidth the engine's threads reach: positive, ordered, and a
+  // buffer size that is not a multiple of anything is fine.
+  double md = 0, mn = 0, mx = 0;
+  REQUIRE(brisk_engine_read_bandwidth(e, (24u << 20) + 12345, 3, &md, &mn, &mx) == BRISK_OK);
+  CHECK(mn > 0);
+  CHECK(mn <= md);
+  CHECK(md <= mx);
+  CHECK(brisk_engine_read_bandwidth(e, 1 << 20, 1, nullptr, nullptr, nullptr) == BRISK_ERR_INVALID_ARGUMENT);
+  CHECK(brisk_engine_read_bandwidth(nullptr, 1 << 20, 1, &md, nullptr, nullptr) == BRISK_ERR_INVALID_ARGUMENT);
   brisk_engine_free(e);
   brisk_model_close(m);
 }

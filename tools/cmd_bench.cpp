@@ -166,7 +166,11 @@ int cmd_bench(int argc, char** argv) {
     ("no-history", "do not append to the history file")
     ("compare", "show the change against the last run of the same configuration")
     ("interleave", "with several --parallel counts: keep every engine and take the repetitions in turns, so that "
-                   "changing machine load affects all counts alike (peak RSS is then over all of them)")
+                   "changing machine load affects all counts alike (each count's peak RSS then includes every "
+                   "engine's cache)")
+    ("bandwidth-mib", "before every repetition, measure the memory read bandwidth over a buffer of this many MiB "
+                      "(the decode ceiling the 'bw use' column compares against; 0: skip)",
+     cxxopts::value<int>()->default_value("512"))
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
@@ -249,8 +253,10 @@ int cmd_bench(int argc, char** argv) {
 
   const bool json = args.count("json") > 0;
   if (!json)
-    std::printf("%-24s %-6s %3s %4s %8s %14s %22s %9s %9s\n", "model", "type", "thr", "par", "prompt", "prompt tok/s",
-                "gen tok/s (min-max)", "ttft ms", "RSS MiB");
+    std::printf("%-24s %-6s %3s %4s %8s %14s %22s %7s %9s %9s\n", "model", "type", "thr", "par", "prompt",
+                "prompt tok/s", "gen tok/s (min-max)", "bw use", "ttft ms", "RSS MiB");
+  const int bw_mib = std::max(0, args["bandwidth-mib"].as<int>());
+  const uint64_t model_bytes = brisk_model_file_size(model);
   int rc = 0;
   std::string cpu_list = args.count("cpu-list") ? args["cpu-list"].as<std::string>() : "";
   const bool interleave = args.count("interleave") > 0;
@@ -262,6 +268,8 @@ int cmd_bench(int argc, char** argv) {
     std::string desc;
     int threads = 0;
     std::vector<double> pp, tg, ttft;
+    std::vector<double> bw;  // read bandwidth (GB/s) measured before each repetition
+    uint64_t peak_rss = 0;   // over this configuration's repetitions
   };
   std::vector<Config> configs(parallels.size());
   for (size_t i = 0; i < parallels.size(); ++i) configs[i].parallel = parallels[i];
@@ -291,11 +299,23 @@ int cmd_bench(int argc, char** argv) {
   auto run_rep = [&](Config& c, int r) -> bool {
     std::fprintf(stderr, "\r  parallel %d, run %d/%d ...", c.parallel, r + 1, reps);
     std::fflush(stderr);
+    if (bw_mib > 0) {
+      // Same threads, same moment: the ceiling this repetition runs against.
+      double gbs = 0;
+      if ((st = brisk_engine_read_bandwidth(c.engine, static_cast<uint64_t>(bw_mib) << 20, 5, &gbs, nullptr,
+                                            nullptr)) != BRISK_OK) {
+        rc = report("bench", st);
+        return false;
+      }
+      c.bw.push_back(gbs);
+    }
+    reset_peak_rss();  // the bandwidth buffer (already released) is not the model's memory
     Run run;
     if (!run_once(c.engine, prompt, c.parallel, n_gen, window, &run)) {
       rc = 1;
       return false;
     }
+    c.peak_rss = std::max<uint64_t>(c.peak_rss, peak_rss_bytes());
     c.pp.push_back(run.prompt_tps);
     c.tg.push_back(run.gen_tps);
     c.ttft.push_back(run.ttft_ms);
@@ -325,18 +345,40 @@ int cmd_bench(int argc, char** argv) {
         {"gen_tokens_per_s_min", *std::min_element(tg.begin(), tg.end())},
         {"gen_tokens_per_s_max", *std::max_element(tg.begin(), tg.end())},
         {"ttft_ms", median(ttft)},
-        {"peak_rss_bytes", peak_rss_bytes()},
+        {"peak_rss_bytes", c.peak_rss},
+        {"model_bytes", model_bytes},
         {"brisk_version", brisk_version()},
         {"time", static_cast<long long>(std::time(nullptr))},
     };
+    // Decoding streams every weight once per step: at the measured read
+    // bandwidth, model_bytes allow at most `ceiling` steps per second, and a
+    // step yields `parallel` tokens. bw use = steps per second / ceiling.
+    double bw_use = 0;
+    if (!c.bw.empty() && model_bytes > 0) {
+      const double ceiling = median(c.bw) * 1e9 / static_cast<double>(model_bytes);
+      bw_use = median(tg) / parallel / ceiling;
+      j["read_bandwidth_gbs"] = median(c.bw);
+      j["read_bandwidth_gbs_min"] = *std::min_element(c.bw.begin(), c.bw.end());
+      j["read_bandwidth_gbs_max"] = *std::max_element(c.bw.begin(), c.bw.end());
+      j["decode_ceiling_steps_per_s"] = ceiling;
+      j["bandwidth_use"] = bw_use;
+    }
     if (json) {
       std::printf("%s\n", j.dump().c_str());
     } else {
       char range[64];
       std::snprintf(range, sizeof range, "%.1f (%.1f-%.1f)", median(tg), j["gen_tokens_per_s_min"].get<double>(),
                     j["gen_tokens_per_s_max"].get<double>());
-      std::printf("%-24s %-6s %3d %4d %8zu %14.1f %22s %9.1f %9.0f\n", model_name.substr(0, 24).c_str(), wtype,
-                  threads, parallel, prompt.size(), median(pp), range, median(ttft), peak_rss_bytes() / 1048576.0);
+      char use[16] = "-";
+      if (bw_use > 0) std::snprintf(use, sizeof use, "%.0f%%", bw_use * 100);
+      std::printf("%-24s %-6s %3d %4d %8zu %14.1f %22s %7s %9.1f %9.0f\n", model_name.substr(0, 24).c_str(), wtype,
+                  threads, parallel, prompt.size(), median(pp), range, use, median(ttft), c.peak_rss / 1048576.0);
+      if (!c.bw.empty())
+        std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f, %zu measurements of %d MiB); "
+                             "%.0f MB of weights -> at most %.1f decode steps/s\n",
+                     parallel, median(c.bw), *std::min_element(c.bw.begin(), c.bw.end()),
+                     *std::max_element(c.bw.begin(), c.bw.end()), c.bw.size(), bw_mib, model_bytes / 1e6,
+                     j["decode_ceiling_steps_per_s"].get<double>());
     }
     std::fflush(stdout);
     if (args.count("compare")) {

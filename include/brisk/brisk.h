@@ -56,7 +56,7 @@ extern "C" {
 #define BRISK_VERSION_PATCH 0
 /* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>). */
 #define BRISK_ABI_VERSION_MAJOR 0
-#define BRISK_ABI_VERSION_MINOR 2
+#define BRISK_ABI_VERSION_MINOR 3
 
 /* "0.1.0": the library actually loaded, which may be newer than the header. */
 BRISK_API const char *brisk_version(void);
@@ -355,6 +355,18 @@ BRISK_API uint32_t brisk_engine_n_threads(const brisk_engine *engine);
 /* One forward pass over all ready work; *n_active (may be NULL) receives the
  * number of sequences that still have work. */
 BRISK_API brisk_status brisk_engine_step(brisk_engine *engine, uint32_t *n_active);
+/* The memory read bandwidth the engine's threads reach, the ceiling for
+ * decoding (which reads every weight once per step: a model of
+ * brisk_model_file_size() bytes decodes at most gb_per_s * 1e9 / size steps
+ * per second). Each pass streams a fresh buffer of `bytes` (0: 512 MiB; it
+ * should be far larger than the last-level cache), split across the
+ * threads; the median over `passes` (0: 8) goes to *out_median_gb_per_s,
+ * the extremes to *out_min / *out_max (either may be NULL), in 1e9 bytes/s.
+ * The buffer is released before the call returns. Like brisk_engine_step,
+ * one thread at a time per engine. Added in ABI 0.3. */
+BRISK_API brisk_status brisk_engine_read_bandwidth(brisk_engine *engine, uint64_t bytes, uint32_t passes,
+                                                   double *out_median_gb_per_s, double *out_min_gb_per_s,
+                                                   double *out_max_gb_per_s);
 
 /* A new, empty sequence in a free slot (BRISK_ERR_OUT_OF_MEMORY if none). */
 BRISK_API brisk_status brisk_sequence_create(brisk_engine *engine, brisk_sequence **out_sequence);

@@ -123,6 +123,7 @@ class Engine {
   int n_seq_max() const { return static_cast<int>(slot_owner_.size()); }
   const Model& model() const { return model_; }
   const ThreadPool& pool() const { return pool_; }
+  ThreadPool& pool() { return pool_; }
   const KVCache& cache() const { return cache_; }
   const MemoryPlan& memory_plan() const { return plan_; }
   // Tokens evaluated by the last step (prompt and decode), for statistics.

@@ -27,6 +27,11 @@ struct VecKernels {
   // quant::quantize_row (the KV cache's writes: F16 is converted with F16C
   // where the ISA has it, the block types by the reference).
   void (*from_f32)(TensorType type, const float* src, void* dst, int n);
+  // The sum (mod 2^64) of the 64-bit little-endian words of p[0, bytes),
+  // a last partial word zero-extended: a pure streaming read for measuring
+  // memory bandwidth (brisk bench's decode ceiling) that no compiler can
+  // drop. Any alignment.
+  uint64_t (*read_sum)(const void* p, size_t bytes);
 };
 
 // Attention of the `group` query heads that share one KV head, over cache

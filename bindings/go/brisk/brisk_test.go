@@ -371,6 +371,9 @@ func TestEngineEqualsSessions(t *testing.T) {
 	if d, err := e.Describe(); err != nil || !strings.Contains(d, "4 slots") || e.NThreads() < 1 {
 		t.Fatalf("describe %q %v", d, err)
 	}
+	if md, mn, mx, err := e.ReadBandwidth(32<<20, 3); err != nil || !(mn > 0 && mn <= md && md <= mx) {
+		t.Fatalf("read bandwidth %v %v %v %v", md, mn, mx, err)
+	}
 	const n = 24
 	seqs := make([]*Sequence, len(prompts))
 	texts := make([]strings.Builder, len(prompts))

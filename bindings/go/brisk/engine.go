@@ -206,6 +206,23 @@ func (e *Engine) NThreads() int {
 	return v
 }
 
+// ReadBandwidth measures the memory read bandwidth the engine's threads
+// reach, in GB/s (1e9 bytes/s): the median of passes streams over a fresh
+// buffer of bytes (0 for the defaults: 512 MiB, 8 passes), with min and max.
+// Decoding reads every weight once per step, so a model of FileSize bytes
+// decodes at most median*1e9/FileSize steps per second.
+func (e *Engine) ReadBandwidth(bytes uint64, passes uint32) (median, min, max float64, err error) {
+	if err := e.check("read bandwidth"); err != nil {
+		return 0, 0, 0, err
+	}
+	var md, mn, mx C.double
+	err = call("read bandwidth", func() C.brisk_status {
+		return C.brisk_engine_read_bandwidth(e.ptr, C.uint64_t(bytes), C.uint32_t(passes), &md, &mn, &mx)
+	})
+	runtime.KeepAlive(e)
+	return float64(md), float64(mn), float64(mx), err
+}
+
 // Step runs one forward pass over all ready work and delivers tokens to the
 // sequences' callbacks. It returns the number of sequences that still have
 // work. A panic in a callback is re-raised here (that sequence stops with

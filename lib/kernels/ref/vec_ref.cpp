@@ -1,5 +1,7 @@
 #include "kernels/vec.h"
 
+#include <cstring>
+
 #include "kernels/ops.h"
 #include "quant/quant.h"
 
@@ -21,7 +23,21 @@ void axpy(float* y, float a, const float* x, int n) {
 
 void from_f32(TensorType type, const float* src, void* dst, int n) { quant::quantize_row(type, src, dst, n); }
 
-const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32};
+uint64_t read_sum(const void* p, size_t bytes) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  uint64_t s = 0;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, b + i, 8);
+    s += w;
+  }
+  uint64_t tail = 0;
+  for (size_t j = 0; i + j < bytes; ++j) tail |= static_cast<uint64_t>(b[i + j]) << (8 * j);
+  return s + tail;
+}
+
+const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32, read_sum};
 
 }  // namespace
 

@@ -15,7 +15,7 @@ pub const BRISK_VERSION_MAJOR: u32 = 0;
 pub const BRISK_VERSION_MINOR: u32 = 1;
 pub const BRISK_VERSION_PATCH: u32 = 0;
 pub const BRISK_ABI_VERSION_MAJOR: u32 = 0;
-pub const BRISK_ABI_VERSION_MINOR: u32 = 2;
+pub const BRISK_ABI_VERSION_MINOR: u32 = 3;
 
 // ---- status -----------------------------------------------------------------
 pub type brisk_status = c_int;
@@ -311,6 +311,14 @@ extern "C" {
     ) -> brisk_status;
     pub fn brisk_engine_n_threads(engine: *const brisk_engine) -> u32;
     pub fn brisk_engine_step(engine: *mut brisk_engine, n_active: *mut u32) -> brisk_status;
+    pub fn brisk_engine_read_bandwidth(
+        engine: *mut brisk_engine,
+        bytes: u64,
+        passes: u32,
+        out_median_gb_per_s: *mut f64,
+        out_min_gb_per_s: *mut f64,
+        out_max_gb_per_s: *mut f64,
+    ) -> brisk_status;
     pub fn brisk_sequence_create(engine: *mut brisk_engine, out_sequence: *mut *mut brisk_sequence) -> brisk_status;
     pub fn brisk_sequence_fork(src: *const brisk_sequence, out_sequence: *mut *mut brisk_sequence) -> brisk_status;
     pub fn brisk_sequence_free(sequence: *mut brisk_sequence);

@@ -166,6 +166,18 @@ impl<'m> Engine<'m> {
         unsafe { sys::brisk_engine_n_threads(self.raw.as_ptr()) }
     }
 
+    /// The memory read bandwidth the engine's threads reach, in GB/s (1e9
+    /// bytes/s): (median, min, max) over `passes` streams of a fresh buffer
+    /// of `bytes` (0 for the defaults: 512 MiB, 8 passes). Decoding reads
+    /// every weight once per step, so a model of `file_size()` bytes decodes
+    /// at most `median * 1e9 / file_size` steps per second.
+    pub fn read_bandwidth(&self, bytes: u64, passes: u32) -> Result<(f64, f64, f64)> {
+        self.not_in_callback()?;
+        let (mut md, mut mn, mut mx) = (0f64, 0f64, 0f64);
+        check(unsafe { sys::brisk_engine_read_bandwidth(self.raw.as_ptr(), bytes, passes, &mut md, &mut mn, &mut mx) })?;
+        Ok((md, mn, mx))
+    }
+
     /// One forward pass over all ready work; token callbacks run inside it.
     /// Returns the number of sequences that still have work. A panic in a
     /// callback stops that sequence and is resumed here.

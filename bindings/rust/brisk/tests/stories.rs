@@ -224,6 +224,8 @@ fn engine_sequences_equal_sessions() {
     let engine = m.engine(engine_opts(4)).unwrap();
     assert!(engine.describe().unwrap().contains("4 slots"));
     assert!(engine.n_threads() >= 1);
+    let (md, mn, mx) = engine.read_bandwidth(32 << 20, 3).unwrap();
+    assert!(mn > 0.0 && mn <= md && md <= mx, "{md} {mn} {mx}");
     const N: usize = 24;
     type Stream = Rc<RefCell<(Vec<Token>, String)>>;
     let streamed: Vec<Stream> = (0..PROMPTS.len()).map(|_| Default::default()).collect();
