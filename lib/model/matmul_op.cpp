@@ -43,19 +43,11 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
     const kernels::MatmulKernel* kern;
     const void* act;
     size_t act_stride;
-    int64_t chunk, first_task;
+    int64_t first_group;  // in the pass's row groups, all matrices end to end
   };
   Prepared prep[4];
   if (jobs.size() > 4) fail(BRISK_ERR_INTERNAL, "too many matrices in one matmul pass");
-  // Tasks of a few rows each: about 8 per thread over all the matrices, so a
-  // thread slowed by another process just takes fewer; multiples of 16 rows
-  // keep SIMD row tiles whole.
-  int64_t total_rows = 0;
-  for (const MatmulJob& j : jobs) total_rows += j.w->rows;
-  const int64_t target_tasks = static_cast<int64_t>(pool.size()) * 8;
-  int64_t chunk = (total_rows + target_tasks - 1) / target_tasks;
-  chunk = std::max<int64_t>(16, (chunk + 15) / 16 * 16);
-  int64_t n_tasks = 0;
+  int64_t n_groups = 0;
   size_t n = 0;
   for (const MatmulJob& j : jobs) {
     if (observer_) observer_->observe(*j.w, x, x_stride, ncols);
@@ -71,27 +63,41 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
       p.act_stride = kernels::act_column_bytes(kern, j.w->cols);
       p.act = converted(pool, kern.quantize_act, p.act_stride, x, x_stride, ncols, j.w->cols);
     }
-    p.chunk = chunk;
-    p.first_task = n_tasks;
-    n_tasks += (j.w->rows + chunk - 1) / chunk;
+    p.first_group = n_groups;
+    n_groups += (j.w->rows + kRowGroup - 1) / kRowGroup;
   }
-  auto task = [&](int64_t t, int) {
-    size_t i = n - 1;
-    while (prep[i].first_task > t) --i;
-    const Prepared& p = prep[i];
-    const Matrix& w = *p.job->w;
-    const int64_t r0 = (t - p.first_task) * p.chunk;
-    const int nr = static_cast<int>(std::min(p.chunk, w.rows - r0));
-    // Chunks are multiples of 16 rows, so a packed chunk starts on a group.
-    const uint8_t* first = w.packed ? w.data + static_cast<size_t>(r0 / kernels::kPackRows) * w.group_bytes : w.row(r0);
-    p.kern->gemm(w.cols, first, w.packed ? w.group_bytes : w.row_bytes, nr, p.act, p.act_stride, ncols,
-                 p.job->out + r0, static_cast<size_t>(p.job->out_stride));
+  // Rows of groups [g0, g1) of the pass, cut where one matrix ends.
+  auto run_groups = [&](int64_t g0, int64_t g1) {
+    while (g0 < g1) {
+      size_t i = n - 1;
+      while (prep[i].first_group > g0) --i;
+      const Prepared& p = prep[i];
+      const Matrix& w = *p.job->w;
+      const int64_t end = std::min(g1, p.first_group + (w.rows + kRowGroup - 1) / kRowGroup);
+      const int64_t r0 = (g0 - p.first_group) * kRowGroup;
+      const int nr = static_cast<int>(std::min(w.rows, (end - p.first_group) * kRowGroup) - r0);
+      // Groups are 16 rows, so a packed piece starts on a packed row group.
+      const uint8_t* first = w.packed ? w.data + static_cast<size_t>(r0 / kernels::kPackRows) * w.group_bytes : w.row(r0);
+      p.kern->gemm(w.cols, first, w.packed ? w.group_bytes : w.row_bytes, nr, p.act, p.act_stride, ncols,
+                   p.job->out + r0, static_cast<size_t>(p.job->out_stride));
+      g0 = end;
+    }
   };
-  if (n_tasks == 1) {
-    task(0, 0);
-  } else {
-    pool.parallel_for(n_tasks, task);
+  const int n_threads = pool.size();
+  if (n_threads == 1) {
+    run_groups(0, n_groups);
+    return;
   }
+  // One contiguous stretch of the weights per thread, walked a few groups at
+  // a time (threads/range_split.h): about 32 steps per thread, at most 4
+  // groups (~72 KB of Q4_0 at 2048 columns), so the pass waits at most a few
+  // microseconds for its slowest thread in decode.
+  const int64_t step = std::clamp<int64_t>(n_groups / (32 * static_cast<int64_t>(n_threads)), 1, 4);
+  split_.reset(n_threads, n_groups, step);
+  pool.parallel_for(n_threads, [&](int64_t range, int) {
+    int64_t g0, g1;
+    while (split_.next(static_cast<int>(range), &g0, &g1)) run_groups(g0, g1);
+  });
 }
 
 }  // namespace brisk

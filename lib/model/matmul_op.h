@@ -1,8 +1,8 @@
 // A threaded matrix multiply over a batch: out[c][r] = W row r · x column c.
 // The activations are converted once to the kernel's input format (and the
 // conversion is reused when the next matrix reads the same input in the same
-// format, as Q/K/V and gate/up do); rows are then split into small tasks that
-// the pool hands out dynamically.
+// format, as Q/K/V and gate/up do); the rows are then split into one
+// contiguous stretch per thread, with stealing at the end (RangeSplit).
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -10,6 +10,7 @@
 
 #include "core/tensor_type.h"
 #include "model/weights.h"
+#include "threads/range_split.h"
 
 namespace brisk {
 
@@ -60,8 +61,10 @@ class MatmulOp {
   };
   const uint8_t* converted(ThreadPool& pool, QuantizeFn quantize, size_t stride, const float* x, int64_t x_stride,
                            int ncols, int64_t k);
+  static constexpr int64_t kRowGroup = 16;  // rows per work unit: whole SIMD row tiles
   MatmulObserver* observer_ = nullptr;
   ActBuffer acts_[3];
+  RangeSplit split_;
 };
 
 }  // namespace brisk
