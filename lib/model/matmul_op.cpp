@@ -89,10 +89,11 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
     return;
   }
   // One contiguous stretch of the weights per thread, walked a few groups at
-  // a time (threads/range_split.h): about 32 steps per thread, at most 4
-  // groups (~72 KB of Q4_0 at 2048 columns), so the pass waits at most a few
-  // microseconds for its slowest thread in decode.
-  const int64_t step = std::clamp<int64_t>(n_groups / (32 * static_cast<int64_t>(n_threads)), 1, 4);
+  // a time (threads/range_split.h): about 8 steps per thread, at most 16
+  // groups (~290 KB of Q4_0 at 2048 columns), halving towards the end. Each
+  // claim is a locked instruction, which waits for the loads before it: at
+  // 4 groups a step the claims took ~4% of decode time.
+  const int64_t step = std::clamp<int64_t>(n_groups / (8 * static_cast<int64_t>(n_threads)), 1, 16);
   split_.reset(n_threads, n_groups, step);
   pool.parallel_for(n_threads, [&](int64_t range, int) {
     int64_t g0, g1;

@@ -32,7 +32,11 @@ bool RangeSplit::take_front(Range& r, int64_t* begin, int64_t* end) {
   for (;;) {
     const uint64_t f = front_of(w), b = back_of(w);
     if (f >= b) return false;
-    const uint64_t nf = std::min(b, f + step_);
+    // Whole steps while two are left, then halves, so the pass ends on
+    // small pieces without paying a claim per small piece all along.
+    const uint64_t left = b - f;
+    const uint64_t n = left >= 2 * step_ ? step_ : std::max<uint64_t>(1, left / 2);
+    const uint64_t nf = f + n;
     if (r.fb.compare_exchange_weak(w, pack(nf, b), std::memory_order_relaxed)) {
       *begin = static_cast<int64_t>(f);
       *end = static_cast<int64_t>(nf);
@@ -46,7 +50,7 @@ bool RangeSplit::take_back(Range& r, int64_t* begin, int64_t* end) {
   for (;;) {
     const uint64_t f = front_of(w), b = back_of(w);
     if (f >= b) return false;
-    const uint64_t nb = b - std::min(b - f, step_);
+    const uint64_t nb = b - std::max<uint64_t>(1, std::min(step_, (b - f) / 2));
     if (r.fb.compare_exchange_weak(w, pack(f, nb), std::memory_order_relaxed)) {
       *begin = static_cast<int64_t>(nb);
       *end = static_cast<int64_t>(b);
