@@ -53,6 +53,17 @@ template <int C>
 constexpr size_t prefetch_distance() {
   return C == 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
 }
+// Since each thread walks one long stretch of a matrix per pass
+// (threads/range_split.h), the hardware prefetcher keeps a one-column tile
+// fed: the prefetch instructions (one per line) then cost Q8_0 10-15% of its
+// decode speed (TinyLlama, alternating processes: 50.1 -> 57.8 tok/s) and
+// gained Q4_0 nothing (83.6 / 81.6), so one-column tiles prefetch only where
+// it was measured not to hurt. Multi-column tiles still need it (8
+// sequences: 2x).
+template <TensorType T, int C>
+constexpr bool prefetches() {
+  return C > 1 || T == TensorType::Q4_0;
+}
 
 template <TensorType T>
 struct PackedTile {
@@ -89,7 +100,7 @@ struct PackedTile {
       const uint8_t* sl = pair + 64 + static_cast<size_t>(b & 1) * kSlices * 64;
       // Once per pair, its lines prefetch_distance ahead (groups are contiguous,
       // so this runs on into the next group).
-      if ((b & 1) == 0) prefetch_bytes<kPairBytes>(pair + prefetch_distance<C>());
+      if (prefetches<T, C>() && (b & 1) == 0) prefetch_bytes<kPairBytes>(pair + prefetch_distance<C>());
       __m512i W[8];
       if constexpr (T == TensorType::Q4_0) {
         for (int m = 0; m < 4; ++m) {
