@@ -410,7 +410,6 @@ int cmd_bench(int argc, char** argv) {
   if (interleave) {
     // Every engine first, then the repetitions in turns (parallel 1, 2, ...,
     // 1, 2, ...), so that a drifting machine load affects all alike.
-    reset_peak_rss();
     bool ok = true;
     for (Config& c : configs)
       if (ok) ok = create(c);
@@ -423,7 +422,6 @@ int cmd_bench(int argc, char** argv) {
     for (Config& c : configs) brisk_engine_free(c.engine);
   } else {
     for (Config& c : configs) {
-      reset_peak_rss();
       if (!create(c)) break;
       bool ok = true;
       for (int r = 0; r < reps && ok; ++r) ok = run_rep(c, r);
