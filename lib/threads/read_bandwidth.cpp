@@ -69,8 +69,6 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int passes)
   r.median_gbs = gbs.size() % 2 ? gbs[gbs.size() / 2] : 0.5 * (gbs[gbs.size() / 2 - 1] + gbs[gbs.size() / 2]);
   r.min_gbs = gbs.front();
   r.max_gbs = gbs.back();
-  r.bytes = total;
-  r.passes = passes;
   return r;
 }
 

@@ -9,8 +9,6 @@ class ThreadPool;
 
 struct ReadBandwidth {
   double median_gbs = 0, min_gbs = 0, max_gbs = 0;  // 1e9 bytes per second
-  size_t bytes = 0;                                 // buffer read per pass
-  int passes = 0;
 };
 
 // Reads a fresh buffer of `bytes` (rounded up to a page; it should be much

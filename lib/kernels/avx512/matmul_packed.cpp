@@ -48,7 +48,6 @@ inline int32_t load_i32(const void* p) {
 // already keeps up; 2.3 KB gained less and 9 KB no more. With both cores
 // streaming (Zen 5, Q4_0, 25 alternating runs, 4 rounds) 18 KB beat 4.5 KB
 // for multi-column tiles (4 columns +4-7%, 2 columns +1-2%) and not for one.
-constexpr size_t kPrefetchBytes = 4608;
 template <int C>
 constexpr size_t prefetch_distance() {
   return C == 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
