@@ -70,6 +70,55 @@ inline __m256 reduce8(const __m512 (&a)[8]) {
   return _mm512_castps512_ps256(u);
 }
 
+// Lane l of v combined (max or add) with the lanes l + G, l + 2G, ... (mod
+// 16), so that every lane holds the total of its head (lane l = head l % G;
+// G divides 16).
+template <bool kMax>
+inline __m512 fold_heads(__m512 v, int G) {
+  for (int s = G; s < 16; s *= 2) {
+    const __m512i idx = _mm512_and_si512(
+        _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(s)),
+        _mm512_set1_epi32(15));
+    const __m512 r = _mm512_permutexvar_ps(idx, v);
+    v = kMax ? _mm512_max_ps(v, r) : _mm512_add_ps(v, r);
+  }
+  return v;
+}
+
+// Softmax over positions of the position-major scores[p * G + h] when G
+// divides 16: the n_pos * G scores are walked as one flat array of full
+// vectors (lane l = head l % G), so no two accesses overlap. (One masked
+// vector per position would read each position right after the previous
+// one's store to the same 64 bytes, which stalls on store forwarding.)
+// Leaves exp(s - max) in scores and 1 / sum per head in inv[0..G).
+inline void softmax_flat(float* scores, int n_pos, int G, float* inv) {
+  const int64_t n = static_cast<int64_t>(n_pos) * G;
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = lane_mask(static_cast<int>(n - full));
+  const __m512 lowest = _mm512_set1_ps(-INFINITY);
+  __m512 mx0 = lowest, mx1 = lowest;
+  int64_t i = 0;
+  for (; i + 32 <= full; i += 32) {
+    mx0 = _mm512_max_ps(mx0, _mm512_loadu_ps(scores + i));
+    mx1 = _mm512_max_ps(mx1, _mm512_loadu_ps(scores + i + 16));
+  }
+  if (i < full) mx0 = _mm512_max_ps(mx0, _mm512_loadu_ps(scores + i));
+  if (tail) mx1 = _mm512_max_ps(mx1, _mm512_mask_loadu_ps(lowest, tail, scores + full));
+  const __m512 mx = fold_heads<true>(_mm512_max_ps(mx0, mx1), G);
+  __m512 sum = _mm512_setzero_ps();
+  for (i = 0; i < full; i += 16) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(scores + i), mx));
+    _mm512_storeu_ps(scores + i, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (tail) {
+    const __m512 e = _mm512_maskz_mov_ps(tail, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, scores + full), mx)));
+    _mm512_mask_storeu_ps(scores + full, tail, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), fold_heads<false>(sum, G)));
+}
+
 template <TensorType KT, TensorType VT, int NV>
 void attend_impl(const AttendArgs& a) {
   constexpr int hd = 16 * NV;
@@ -93,13 +142,21 @@ void attend_impl(const AttendArgs& a) {
           for (int i = 0; i < NV; ++i) acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(a.q + (h0 + j) * hd + 16 * i), k[i], acc[j]);
       }
       const __m256 s = _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(a.scale));
-      _mm256_mask_storeu_ps(a.scores + static_cast<size_t>(p) * G + h0, static_cast<__mmask8>((1u << nh) - 1), s);
+      float* dst = a.scores + static_cast<size_t>(p) * G + h0;
+      if (nh == 8) {
+        _mm256_storeu_ps(dst, s);
+      } else {
+        _mm256_mask_storeu_ps(dst, static_cast<__mmask8>((1u << nh) - 1), s);
+      }
     }
   }
-  // Softmax per head. Up to 16 heads run side by side (lane h = head h, one
-  // masked vector per position); the 1/sum is applied to the outputs.
+  // Softmax per head; the 1/sum is applied to the outputs.
   alignas(64) float inv[16];
-  if (G <= 16) {
+  if (16 % G == 0) {
+    softmax_flat(a.scores, a.n_pos, G, inv);
+  } else if (G <= 16) {
+    // Up to 16 heads side by side (lane h = head h, one masked vector per
+    // position).
     const __mmask16 m = lane_mask(G);
     __m512 mx = _mm512_maskz_loadu_ps(m, a.scores);
     for (int p = 1; p < a.n_pos; ++p) mx = _mm512_max_ps(mx, _mm512_maskz_loadu_ps(m, a.scores + static_cast<size_t>(p) * G));
