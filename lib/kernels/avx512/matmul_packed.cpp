@@ -48,9 +48,12 @@ inline int32_t load_i32(const void* p) {
 // already keeps up; 2.3 KB gained less and 9 KB no more. With both cores
 // streaming (Zen 5, Q4_0, 25 alternating runs, 4 rounds) 18 KB beat 4.5 KB
 // for multi-column tiles (4 columns +4-7%, 2 columns +1-2%) and not for one.
-template <int C>
+// Two-group tiles (two streams) do best at 4.5 KB per stream (Zen 5, Q4_0,
+// all distances interleaved in one process, 11 rounds: 2 columns 76.1 GB/s
+// at 4.5 KB, 73.6-74.1 at 9-27 KB; 4 columns 68.6 against 63.6-65.3).
+template <int NG, int C>
 constexpr size_t prefetch_distance() {
-  return C == 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
+  return C == 1 || NG > 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
 }
 // Since each thread walks one long stretch of a matrix per pass
 // (threads/range_split.h), the hardware prefetcher keeps a one-column tile
@@ -78,10 +81,21 @@ struct PackedTile {
   float* out;
   size_t out_stride;
 
-  // Rows of group g times columns [c0, c0 + C).
   template <int C>
   void run(int g, int c0) const {
-    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    run_groups<1, C>(g, c0);
+  }
+
+  // Rows of groups g .. g + NG - 1 times columns [c0, c0 + C). With two
+  // groups each activation broadcast feeds two vpdpbusd: per column and
+  // block the broadcasts, the offset and the scale then cost half as much
+  // per row (in-cache, 2 columns: 7.5 -> 5.8 cycles per column and 16-row
+  // block; 4-8 columns: 7.0 -> 5.3, near the 8 vpdpbusd + convert, scale
+  // and FMA that the two multiply pipes must run).
+  template <int NG, int C>
+  void run_groups(int g, int c0) const {
+    const uint8_t* grp[NG];
+    for (int i = 0; i < NG; ++i) grp[i] = w + static_cast<size_t>(g + i) * w_stride;
     const uint8_t* qs[C];
     const float* ad[C];
     const int32_t* as[C];
@@ -91,42 +105,76 @@ struct PackedTile {
       ad[c] = reinterpret_cast<const float*>(col + sums_off);
       as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
     }
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    __m512 acc[NG][C];
+    for (int i = 0; i < NG; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
     const __m512i nib = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
-      const uint8_t* sl = pair + 64 + static_cast<size_t>(b & 1) * kSlices * 64;
-      // Once per pair, its lines prefetch_distance ahead (groups are contiguous,
-      // so this runs on into the next group).
-      if (prefetches<T, C>() && (b & 1) == 0) prefetch_bytes<kPairBytes>(pair + prefetch_distance<C>());
-      __m512i W[8];
-      if constexpr (T == TensorType::Q4_0) {
-        for (int m = 0; m < 4; ++m) {
-          const __m512i q = _mm512_loadu_si512(sl + 64 * m);
-          W[m] = _mm512_and_si512(q, nib);
-          W[m + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+      const size_t pair_off = static_cast<size_t>(b >> 1) * kPairBytes;
+      const size_t slice_off = 64 + static_cast<size_t>(b & 1) * kSlices * 64;
+      __m512i W[NG][8];
+      __m512 dw[NG];
+      for (int i = 0; i < NG; ++i) {
+        const uint8_t* pair = grp[i] + pair_off;
+        // Once per pair, its lines ahead in the same stream: one group is
+        // contiguous with the next, so a one-group tile runs on into the
+        // next tile's group; with two groups, each stream skips the other
+        // one's group to reach its counterpart in the next tile.
+        if (prefetches<T, C>() && (b & 1) == 0) {
+          size_t ahead = pair_off + prefetch_distance<NG, C>();
+          if (NG > 1 && ahead >= w_stride) ahead += (NG - 1) * w_stride;
+          prefetch_bytes<kPairBytes>(grp[i] + ahead);
         }
-      } else {
-        for (int m = 0; m < 8; ++m) W[m] = _mm512_loadu_si512(sl + 64 * m);
+        const uint8_t* sl = pair + slice_off;
+        if constexpr (T == TensorType::Q4_0) {
+          for (int m = 0; m < 4; ++m) {
+            const __m512i q = _mm512_loadu_si512(sl + 64 * m);
+            W[i][m] = _mm512_and_si512(q, nib);
+            W[i][m + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+          }
+        } else {
+          for (int m = 0; m < 8; ++m) W[i][m] = _mm512_loadu_si512(sl + 64 * m);
+        }
+        dw[i] = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + static_cast<size_t>(b & 1) * 32)));
       }
-      const __m512 dw =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + static_cast<size_t>(b & 1) * 32)));
       for (int c = 0; c < C; ++c) {
         // Both Q4_0 (low nibbles 4j.., high nibbles 16+4(j-4)..) and Q8_0
         // pair W[j] with activation bytes 4j..4j+3.
         const uint8_t* a = qs[c] + static_cast<size_t>(b) * sizeof(BlockQ8_0);
-        __m512i i0 = _mm512_set1_epi32(-(as[c][b] << Traits<T>::kShift));
-        __m512i i1 = _mm512_setzero_si512();
-        for (int j = 0; j < 8; j += 2) {
-          i0 = _mm512_dpbusd_epi32(i0, W[j], _mm512_set1_epi32(load_i32(a + 4 * j)));
-          i1 = _mm512_dpbusd_epi32(i1, W[j + 1], _mm512_set1_epi32(load_i32(a + 4 * j + 4)));
+        const __m512i offset = _mm512_set1_epi32(-(as[c][b] << Traits<T>::kShift));
+        __m512i dot[NG];
+        if constexpr (NG == 1) {
+          // Two chains, so that one column's 8 vpdpbusd are not one latency chain.
+          __m512i i0 = offset, i1 = _mm512_setzero_si512();
+          for (int j = 0; j < 8; j += 2) {
+            i0 = _mm512_dpbusd_epi32(i0, W[0][j], _mm512_set1_epi32(load_i32(a + 4 * j)));
+            i1 = _mm512_dpbusd_epi32(i1, W[0][j + 1], _mm512_set1_epi32(load_i32(a + 4 * j + 4)));
+          }
+          dot[0] = _mm512_add_epi32(i0, i1);
+        } else {
+          for (int i = 0; i < NG; ++i) dot[i] = offset;
+          for (int j = 0; j < 8; ++j) {
+            const __m512i x = _mm512_set1_epi32(load_i32(a + 4 * j));
+            for (int i = 0; i < NG; ++i) dot[i] = _mm512_dpbusd_epi32(dot[i], W[i][j], x);
+          }
         }
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(ad[c][b]));
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), scale, acc[c]);
+        const __m512 da = _mm512_set1_ps(ad[c][b]);
+        for (int i = 0; i < NG; ++i)
+          acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), _mm512_mul_ps(dw[i], da), acc[i][c]);
       }
     }
-    store_group(out, out_stride, nrows, g, c0, acc);
+    for (int i = 0; i < NG; ++i) store_group(out, out_stride, nrows, g + i, c0, acc[i]);
+  }
+};
+
+// A tile's two-group form as a tile of its own (for_each_col_tile calls run<C>).
+template <typename Tile>
+struct TwoGroups {
+  const Tile& t;
+  template <int C>
+  void run(int g, int c0) const {
+    t.template run_groups<2, C>(g, c0);
   }
 };
 
@@ -134,8 +182,10 @@ struct PackedTile {
 // column) while the row groups pass; within a block, tiles of up to 8
 // columns reuse each block's unpacked weights from registers (8 measured
 // 20-40% faster than 4 or 6 at 8 columns for all three types: the unpacking
-// is paid once instead of twice).
+// is paid once instead of twice). Tiles of two groups hold twice the
+// weights, so they take up to 4 columns (5 or more spill registers).
 constexpr int kColTile = 8;
+constexpr int kColTile2 = 4;
 constexpr int kColBlock = 32;
 
 template <int kTile, typename Tile>
@@ -147,12 +197,36 @@ void drive(const Tile& t, int nrows, int ncols) {
   }
 }
 
+// As drive, with groups in pairs from 3 columns on. Up to 2 columns the
+// weights stream in faster than the one-group tile computes on them, and one
+// stream per thread suits the hardware prefetcher better than two (TinyLlama
+// Q4_0, 2 sequences, alternating processes, 5 rounds: 196 tok/s with one
+// group, 185 with two; 4 sequences 286 -> 328).
+template <typename Tile>
+void drive_pairs(const Tile& t, int nrows, int ncols) {
+  if (ncols <= 2) return drive<kColTile>(t, nrows, ncols);
+  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+  const TwoGroups<Tile> pairs{t};
+  for (int cb = 0; cb < ncols; cb += kColBlock) {
+    const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
+    int g = 0;
+    for (; g + 1 < ngroups; g += 2) for_each_col_tile<kColTile2>(pairs, g, cb, n);
+    if (g < ngroups) for_each_col_tile<kColTile>(t, g, cb, n);
+  }
+}
+
 template <TensorType T>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
   const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
                         act_stride, q8_0_sums_offset(k), out, out_stride};
-  drive<kColTile>(t, nrows, ncols);
+  // Q8_0 weights need no unpacking and are twice the bytes, so a second
+  // stream only costs it (TinyLlama, 8 sequences: 322 -> 255 tok/s).
+  if constexpr (T == TensorType::Q4_0) {
+    drive_pairs(t, nrows, ncols);
+  } else {
+    drive<kColTile>(t, nrows, ncols);
+  }
 }
 
 // What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
