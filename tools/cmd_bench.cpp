@@ -34,22 +34,29 @@ const char kPrompt[] =
     "over the dark water. In the morning he would walk down to the harbor and tell the fishermen what he had "
     "seen during the night.";
 
-struct Config {
-  int parallel;
-};
-
 struct Run {
   double prompt_tps = 0;  // prompt tokens evaluated per second (all sequences)
   double gen_tps = 0;     // generated tokens per second over the measured window (all sequences)
   double ttft_ms = 0;     // time to the first generated token of the first sequence
 };
 
+// A configuration's own clock: it runs only while that configuration's
+// engine steps, so configurations stepped in turns (--interleave) each see
+// just their own time.
+struct StepClock {
+  double elapsed = 0;     // seconds of this configuration's steps so far
+  double step_start = 0;  // wall time the current step began
+  double now() const { return elapsed + (now_seconds() - step_start); }
+};
+
 struct SeqClock {
-  std::vector<double> t;  // time of each generated token
+  const StepClock* clock = nullptr;
+  std::vector<double> t;  // the configuration's clock at each generated token
 };
 
 int on_token(void* ud, int32_t token, const char*, size_t) {
-  if (token >= 0) static_cast<SeqClock*>(ud)->t.push_back(now_seconds());
+  auto* c = static_cast<SeqClock*>(ud);
+  if (token >= 0) c->t.push_back(c->clock->now());
   return 0;
 }
 
@@ -92,46 +99,92 @@ std::vector<int> parse_list(const std::string& s) {
   return v;
 }
 
-// One repetition: P sequences, same prompt, greedy, exactly n_gen tokens each.
-bool run_once(brisk_engine* e, const std::vector<int32_t>& prompt, int parallel, int n_gen, int window, Run* out) {
-  std::vector<brisk_sequence*> seqs(static_cast<size_t>(parallel), nullptr);
-  std::vector<SeqClock> clocks(static_cast<size_t>(parallel));
-  brisk_sampler_options sp;
-  brisk_sampler_options_init(&sp);
-  sp.temperature = 0;
-  brisk_status st = BRISK_OK;
-  const double t0 = now_seconds();
-  for (int i = 0; i < parallel && st == BRISK_OK; ++i) {
-    if ((st = brisk_sequence_create(e, &seqs[i])) != BRISK_OK) break;
-    if ((st = brisk_sequence_add_tokens(seqs[i], prompt.data(), prompt.size())) != BRISK_OK) break;
-    brisk_generate_options go;
-    brisk_generate_options_init(&go);
-    go.max_tokens = n_gen;
-    go.stop_at_eos = 0;  // every sequence produces exactly n_gen tokens
-    go.token_fn = on_token;
-    go.token_user_data = &clocks[i];
-    st = brisk_sequence_generate(seqs[i], &sp, &go);
-  }
+// One repetition of one configuration: P sequences, same prompt, greedy,
+// exactly n_gen tokens each.
+struct Repetition {
+  brisk_engine* engine = nullptr;
+  int parallel = 0;
+  std::vector<brisk_sequence*> seqs;
+  std::vector<SeqClock> clocks;
+  StepClock clock;
   uint32_t active = 1;
-  while (st == BRISK_OK && active > 0) st = brisk_engine_step(e, &active);
-  for (brisk_sequence* s : seqs) brisk_sequence_free(s);
+
+  brisk_status start(const std::vector<int32_t>& prompt, int n_gen) {
+    seqs.assign(static_cast<size_t>(parallel), nullptr);
+    clocks.assign(static_cast<size_t>(parallel), SeqClock{&clock, {}});
+    brisk_sampler_options sp;
+    brisk_sampler_options_init(&sp);
+    sp.temperature = 0;
+    brisk_status st = BRISK_OK;
+    for (int i = 0; i < parallel && st == BRISK_OK; ++i) {
+      if ((st = brisk_sequence_create(engine, &seqs[i])) != BRISK_OK) break;
+      if ((st = brisk_sequence_add_tokens(seqs[i], prompt.data(), prompt.size())) != BRISK_OK) break;
+      brisk_generate_options go;
+      brisk_generate_options_init(&go);
+      go.max_tokens = n_gen;
+      go.stop_at_eos = 0;  // every sequence produces exactly n_gen tokens
+      go.token_fn = on_token;
+      go.token_user_data = &clocks[i];
+      st = brisk_sequence_generate(seqs[i], &sp, &go);
+    }
+    return st;
+  }
+  brisk_status step() {
+    clock.step_start = now_seconds();
+    const brisk_status st = brisk_engine_step(engine, &active);
+    clock.elapsed += now_seconds() - clock.step_start;
+    return st;
+  }
+  ~Repetition() {
+    for (brisk_sequence* s : seqs) brisk_sequence_free(s);
+  }
+
+  // The figures, on this configuration's clock (which starts at 0).
+  Run result(size_t prompt_tokens, int window) const {
+    // Prompt phase ends when the last sequence has its first token.
+    double first_all = 0, first_any = 1e300, end_all = 0, window_start = 0;
+    for (const SeqClock& c : clocks) {
+      first_all = std::max(first_all, c.t.front());
+      first_any = std::min(first_any, c.t.front());
+      end_all = std::max(end_all, c.t.back());
+      window_start = std::max(window_start, c.t[c.t.size() - 1 - static_cast<size_t>(window)]);
+    }
+    // The window: the last `window` tokens of every sequence, from the latest
+    // sequence's window start to the last token.
+    Run out;
+    out.prompt_tps = static_cast<double>(prompt_tokens) * parallel / std::max(first_all, 1e-9);
+    out.gen_tps = static_cast<double>(window) * parallel / std::max(end_all - window_start, 1e-9);
+    out.ttft_ms = first_any * 1e3;
+    return out;
+  }
+};
+
+// One repetition of each engine's configuration, stepped in turns (one
+// engine step each, round after round) so that a drifting machine load
+// lands on all of them alike; each is timed on its own clock.
+bool run_together(const std::vector<std::pair<brisk_engine*, int>>& engines, const std::vector<int32_t>& prompt,
+                  int n_gen, int window, std::vector<Run>* out) {
+  std::vector<Repetition> reps(engines.size());
+  brisk_status st = BRISK_OK;
+  for (size_t i = 0; i < engines.size() && st == BRISK_OK; ++i) {
+    reps[i].engine = engines[i].first;
+    reps[i].parallel = engines[i].second;
+    st = reps[i].start(prompt, n_gen);
+  }
+  for (bool any = true; st == BRISK_OK && any;) {
+    any = false;
+    for (Repetition& r : reps) {
+      if (r.active == 0 || st != BRISK_OK) continue;
+      st = r.step();
+      any = true;
+    }
+  }
   if (st != BRISK_OK) {
     report("bench", st);
     return false;
   }
-  // Prompt phase ends when the last sequence has its first token.
-  double first_all = 0, first_any = 1e300, end_all = 0, window_start = 0;
-  for (const SeqClock& c : clocks) {
-    first_all = std::max(first_all, c.t.front());
-    first_any = std::min(first_any, c.t.front());
-    end_all = std::max(end_all, c.t.back());
-    window_start = std::max(window_start, c.t[c.t.size() - 1 - static_cast<size_t>(window)]);
-  }
-  // The window: the last `window` tokens of every sequence, from the latest
-  // sequence's window start to the last token.
-  out->prompt_tps = static_cast<double>(prompt.size()) * parallel / std::max(first_all - t0, 1e-9);
-  out->gen_tps = static_cast<double>(window) * parallel / std::max(end_all - window_start, 1e-9);
-  out->ttft_ms = (first_any - t0) * 1e3;
+  out->clear();
+  for (const Repetition& r : reps) out->push_back(r.result(prompt.size(), window));
   return true;
 }
 
@@ -165,9 +218,9 @@ int cmd_bench(int argc, char** argv) {
     ("history", "append results to this JSON-lines file", cxxopts::value<std::string>()->default_value(default_history()))
     ("no-history", "do not append to the history file")
     ("compare", "show the change against the last run of the same configuration")
-    ("interleave", "with several --parallel counts: keep every engine and take the repetitions in turns, so that "
-                   "changing machine load affects all counts alike (each count's peak RSS then includes every "
-                   "engine's cache)")
+    ("interleave", "with several --parallel counts: run every count's repetition together, one engine step "
+                   "each in turn, each timed on its own clock, so that changing machine load affects all counts "
+                   "alike (each count's peak RSS then includes every engine's cache)")
     ("bandwidth-mib", "before every repetition, measure the memory read bandwidth over a buffer of this many MiB "
                       "(the decode ceiling the 'bw use' column compares against; 0: skip)",
      cxxopts::value<int>()->default_value("512"))
@@ -296,11 +349,10 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "parallel %d: %s\n", c.parallel, desc);
     return true;
   };
-  auto run_rep = [&](Config& c, int r) -> bool {
-    std::fprintf(stderr, "\r  parallel %d, run %d/%d ...", c.parallel, r + 1, reps);
-    std::fflush(stderr);
+  // Before each repetition: the read bandwidth (same threads, same moment:
+  // the ceiling the repetition runs against) and the peak-RSS reset.
+  auto before_rep = [&](Config& c) -> bool {
     if (bw_mib > 0) {
-      // Same threads, same moment: the ceiling this repetition runs against.
       double gbs = 0;
       if ((st = brisk_engine_read_bandwidth(c.engine, static_cast<uint64_t>(bw_mib) << 20, 5, &gbs, nullptr,
                                             nullptr)) != BRISK_OK) {
@@ -310,15 +362,34 @@ int cmd_bench(int argc, char** argv) {
       c.bw.push_back(gbs);
     }
     reset_peak_rss();  // the bandwidth buffer (already released) is not the model's memory
-    Run run;
-    if (!run_once(c.engine, prompt, c.parallel, n_gen, window, &run)) {
-      rc = 1;
-      return false;
-    }
+    return true;
+  };
+  auto record = [&](Config& c, const Run& run) {
     c.peak_rss = std::max<uint64_t>(c.peak_rss, peak_rss_bytes());
     c.pp.push_back(run.prompt_tps);
     c.tg.push_back(run.gen_tps);
     c.ttft.push_back(run.ttft_ms);
+  };
+  // One repetition of the given configurations, together.
+  auto run_rep = [&](std::vector<Config*> cs, int r) -> bool {
+    std::fprintf(stderr, "\r  run %d/%d ...", r + 1, reps);
+    std::fflush(stderr);
+    for (size_t i = 0; i < cs.size(); ++i) {
+      // One bandwidth measurement serves configurations that run together.
+      if (i == 0) {
+        if (!before_rep(*cs[0])) return false;
+      } else if (!cs[0]->bw.empty()) {
+        cs[i]->bw.push_back(cs[0]->bw.back());
+      }
+    }
+    std::vector<std::pair<brisk_engine*, int>> engines;
+    for (Config* c : cs) engines.emplace_back(c->engine, c->parallel);
+    std::vector<Run> runs;
+    if (!run_together(engines, prompt, n_gen, window, &runs)) {
+      rc = 1;
+      return false;
+    }
+    for (size_t i = 0; i < cs.size(); ++i) record(*cs[i], runs[i]);
     return true;
   };
   // Prints, compares and records one finished configuration.
@@ -408,14 +479,14 @@ int cmd_bench(int argc, char** argv) {
   };
 
   if (interleave) {
-    // Every engine first, then the repetitions in turns (parallel 1, 2, ...,
-    // 1, 2, ...), so that a drifting machine load affects all alike.
+    // Every engine first, then each repetition of all of them together,
+    // stepped in turns, so that a drifting machine load affects all alike.
     bool ok = true;
     for (Config& c : configs)
       if (ok) ok = create(c);
-    for (int r = 0; r < reps && ok; ++r)
-      for (Config& c : configs)
-        if (ok) ok = run_rep(c, r);
+    std::vector<Config*> all;
+    for (Config& c : configs) all.push_back(&c);
+    for (int r = 0; r < reps && ok; ++r) ok = run_rep(all, r);
     std::fprintf(stderr, "\r%40s\r", "");
     if (ok)
       for (const Config& c : configs) finish(c);
@@ -424,7 +495,7 @@ int cmd_bench(int argc, char** argv) {
     for (Config& c : configs) {
       if (!create(c)) break;
       bool ok = true;
-      for (int r = 0; r < reps && ok; ++r) ok = run_rep(c, r);
+      for (int r = 0; r < reps && ok; ++r) ok = run_rep({&c}, r);
       std::fprintf(stderr, "\r%40s\r", "");
       brisk_engine_free(c.engine);
       c.engine = nullptr;
