@@ -1,10 +1,9 @@
 #include "kv/kv_cache.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "kernels/vec.h"
 #include "quant/quant.h"
 #include "threads/topology.h"
@@ -30,15 +29,17 @@ void check_type(TensorType t, const ModelConfig& c) {
   }
 }
 
-uint8_t* alloc_zeroed(size_t bytes) {
-  if (bytes == 0) return nullptr;
-  // 64-byte aligned so rows used by SIMD loads start on cache lines.
-  size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw std::bad_alloc();
-  interleave_across_numa_nodes(p, rounded);  // before the first touch
-  std::memset(p, 0, rounded);
-  return static_cast<uint8_t*>(p);
+// On huge pages: attention reads each head's rows as a short stream, long
+// after the weights evicted them, and with 4 KB pages every few rows would
+// cost a TLB miss as well. The pages are touched here (zeros), so the memory
+// is counted and placed at creation, not during decoding.
+HugePageBuffer alloc_zeroed(size_t bytes, const char* what) {
+  HugePageBuffer b(bytes, what);
+  if (b.data()) {
+    interleave_across_numa_nodes(b.data(), b.size());  // before the first touch
+    std::memset(b.data(), 0, b.size());
+  }
+  return b;
 }
 
 }  // namespace
@@ -57,18 +58,10 @@ KVCache::KVCache(const ModelConfig& c, int n_slots, int n_ctx, TensorType k_type
   k_row_bytes_ = row_bytes(k_type, head_dim_);
   v_row_bytes_ = row_bytes(v_type, head_dim_);
   const size_t rows = static_cast<size_t>(n_layer_) * n_slots_ * n_head_kv_ * n_ctx_;
-  k_ = alloc_zeroed(rows * k_row_bytes_);
-  try {
-    v_ = alloc_zeroed(rows * v_row_bytes_);
-  } catch (...) {
-    std::free(k_);
-    throw;
-  }
-}
-
-KVCache::~KVCache() {
-  std::free(k_);
-  std::free(v_);
+  k_mem_ = alloc_zeroed(rows * k_row_bytes_, "the KV cache's keys");
+  v_mem_ = alloc_zeroed(rows * v_row_bytes_, "the KV cache's values");
+  k_ = k_mem_.data();
+  v_ = v_mem_.data();
 }
 
 uint64_t KVCache::bytes_per_token(const ModelConfig& c, TensorType k_type, TensorType v_type) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/huge_pages.h"
 #include "core/tensor_type.h"
 #include "model/config.h"
 
@@ -18,7 +19,6 @@ class KVCache {
  public:
   // k_type / v_type: F32, F16 (kv_dim any), Q8_0 or Q4_0 (head_dim a multiple of 32).
   KVCache(const ModelConfig& config, int n_slots, int n_ctx, TensorType k_type, TensorType v_type);
-  ~KVCache();
   KVCache(const KVCache&) = delete;
   KVCache& operator=(const KVCache&) = delete;
 
@@ -52,7 +52,8 @@ class KVCache {
   int n_layer_, n_slots_, n_ctx_, head_dim_, n_head_kv_;
   TensorType k_type_, v_type_;
   size_t k_row_bytes_, v_row_bytes_;
-  uint8_t* k_ = nullptr;
+  HugePageBuffer k_mem_, v_mem_;
+  uint8_t* k_ = nullptr;  // k_mem_.data()
   uint8_t* v_ = nullptr;
 };
 

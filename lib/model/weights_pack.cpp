@@ -2,7 +2,6 @@
 // The copy lives in anonymous memory advised for transparent huge pages (the
 // kernels stream it linearly; 2 MB pages spare the TLB), and the file pages it
 // came from are released so the process does not hold the weights twice.
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "core/mapped_file.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
@@ -26,14 +26,6 @@ bool packing_disabled() {
   const char* env = std::getenv("BRISK_REPACK");
   return env && std::strcmp(env, "0") == 0;
 }
-
-struct AnonBuffer {
-  void* p = nullptr;
-  size_t n = 0;
-  ~AnonBuffer() {
-    if (p) ::munmap(p, n);
-  }
-};
 
 }  // namespace
 
@@ -53,17 +45,8 @@ void Weights::pack_for_kernels() {
   auto groups = [](const Matrix& m) { return static_cast<size_t>((m.rows + kernels::kPackRows - 1) / kernels::kPackRows); };
   size_t total = 0;
   for (const Matrix* m : todo) total += groups(*m) * kernels::packed_group_bytes(m->type, m->cols);
-  constexpr size_t kHuge = size_t{2} << 20;
-  auto buf = std::make_shared<AnonBuffer>();
-  buf->n = (total + kHuge - 1) / kHuge * kHuge + kHuge;
-  buf->p = ::mmap(nullptr, buf->n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (buf->p == MAP_FAILED) {
-    buf->p = nullptr;
-    fail(BRISK_ERR_OUT_OF_MEMORY, "cannot allocate " + std::to_string(total >> 20) + " MiB for the packed weights");
-  }
-  // Start on a 2 MB boundary so whole huge pages back the weights.
-  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf->p) + kHuge - 1) & ~(kHuge - 1));
-  ::madvise(base, total, MADV_HUGEPAGE);
+  auto buf = std::make_shared<HugePageBuffer>(total, "the packed weights");
+  uint8_t* base = buf->data();
   interleave_across_numa_nodes(base, total);  // before packing touches the pages
 
   // Destinations first, then the packing itself on every core (matrices

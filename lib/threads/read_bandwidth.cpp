@@ -1,7 +1,5 @@
 #include "threads/read_bandwidth.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -10,41 +8,23 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "kernels/vec.h"
 #include "threads/thread_pool.h"
 
 namespace brisk {
 
-namespace {
-
-// The mapping, unmapped on every way out.
-struct Mapping {
-  void* p = MAP_FAILED;
-  size_t n = 0;
-  ~Mapping() {
-    if (p != MAP_FAILED) munmap(p, n);
-  }
-};
-
-}  // namespace
-
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int passes) {
   if (bytes == 0 || passes <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "read bandwidth: need bytes > 0 and passes > 0");
-  constexpr size_t kPage = 4096, kHugePage = size_t{2} << 20;
+  constexpr size_t kPage = 4096;
   const int n = pool.size();
   // Shares of whole pages, so no two threads touch one page.
   const size_t share = (bytes + n * kPage - 1) / (n * kPage) * kPage;
   const size_t total = share * n;
-  // Memory like the repacked weights' (model/weights_pack.cpp): aligned to
-  // and advised for huge pages where the kernel has them, so the ceiling is
-  // not lowered by TLB misses the weights do not have.
-  Mapping m;
-  m.n = total + kHugePage;
-  m.p = mmap(nullptr, m.n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m.p == MAP_FAILED)
-    fail(BRISK_ERR_OUT_OF_MEMORY, "read bandwidth: cannot map a " + std::to_string(m.n >> 20) + " MiB buffer");
-  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(m.p) + kHugePage - 1) & ~(kHugePage - 1));
-  ::madvise(base, total, MADV_HUGEPAGE);
+  // Memory like the repacked weights' (model/weights_pack.cpp), so the
+  // ceiling is not lowered by TLB misses the weights do not have.
+  const HugePageBuffer buf(total, "the read-bandwidth buffer");
+  uint8_t* base = buf.data();
   pool.parallel_for(n, [&](int64_t t, int) { std::memset(base + t * share, static_cast<int>(t + 1), share); });
 
   const kernels::VecKernels& vk = kernels::vec_kernels();
