@@ -11,6 +11,8 @@
 // The weights are unsigned (Q4_0 nibbles 0..15; Q8_0 stored with +128), so
 // each block's integer dot starts at -offset x (sum of the activation block),
 // which the "Q8_0 with sums" activations carry precomputed.
+#include <climits>
+
 #include "kernels/avx512/common.h"
 #include "kernels/avx512/packed_tiles.h"
 #include "kernels/packed.h"
@@ -197,14 +199,16 @@ void drive(const Tile& t, int nrows, int ncols) {
   }
 }
 
-// As drive, with groups in pairs from 3 columns on. Up to 2 columns the
-// weights stream in faster than the one-group tile computes on them, and one
-// stream per thread suits the hardware prefetcher better than two (TinyLlama
-// Q4_0, 2 sequences, alternating processes, 5 rounds: 196 tok/s with one
-// group, 185 with two; 4 sequences 286 -> 328).
+// As drive, with row groups in pairs when there are at most max_pair_cols
+// columns. Two streams per thread keep more DRAM reads in flight than one:
+// decode (one column) ran 9-13% faster with pairs for Q4_0 and 8% for Q8_0,
+// two columns 4-8% and 15% (TinyLlama, both variants stepped in turns in
+// one process). Q8_0 from 3 columns on does better with one group and
+// 8-column tiles (8 sequences: 305 against 233 tok/s): its weights need no
+// unpacking, so the wider tile loses nothing and reads the weights once.
 template <typename Tile>
-void drive_pairs(const Tile& t, int nrows, int ncols) {
-  if (ncols <= 2) return drive<kColTile>(t, nrows, ncols);
+void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
+  if (ncols > max_pair_cols) return drive<kColTile>(t, nrows, ncols);
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   const TwoGroups<Tile> pairs{t};
   for (int cb = 0; cb < ncols; cb += kColBlock) {
@@ -220,13 +224,7 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
                  float* out, size_t out_stride) {
   const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
                         act_stride, q8_0_sums_offset(k), out, out_stride};
-  // Q8_0 weights need no unpacking and are twice the bytes, so a second
-  // stream only costs it (TinyLlama, 8 sequences: 322 -> 255 tok/s).
-  if constexpr (T == TensorType::Q4_0) {
-    drive_pairs(t, nrows, ncols);
-  } else {
-    drive<kColTile>(t, nrows, ncols);
-  }
+  drive_pairs(t, nrows, ncols, T == TensorType::Q4_0 ? INT_MAX : 2);
 }
 
 // What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
