@@ -118,15 +118,9 @@ struct PackedTile {
       __m512 dw[NG];
       for (int i = 0; i < NG; ++i) {
         const uint8_t* pair = grp[i] + pair_off;
-        // Once per pair, its lines ahead in the same stream: one group is
-        // contiguous with the next, so a one-group tile runs on into the
-        // next tile's group; with two groups, each stream skips the other
-        // one's group to reach its counterpart in the next tile.
-        if (prefetches<T, C>() && (b & 1) == 0) {
-          size_t ahead = pair_off + prefetch_distance<NG, C>();
-          if (NG > 1 && ahead >= w_stride) ahead += (NG - 1) * w_stride;
-          prefetch_bytes<kPairBytes>(grp[i] + ahead);
-        }
+        // Once per pair, its lines ahead in the same stream.
+        if (prefetches<T, C>() && (b & 1) == 0)
+          prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride));
         const uint8_t* sl = pair + slice_off;
         if constexpr (T == TensorType::Q4_0) {
           for (int m = 0; m < 4; ++m) {
@@ -167,16 +161,6 @@ struct PackedTile {
       }
     }
     for (int i = 0; i < NG; ++i) store_group(out, out_stride, nrows, g + i, c0, acc[i]);
-  }
-};
-
-// A tile's two-group form as a tile of its own (for_each_col_tile calls run<C>).
-template <typename Tile>
-struct TwoGroups {
-  const Tile& t;
-  template <int C>
-  void run(int g, int c0) const {
-    t.template run_groups<2, C>(g, c0);
   }
 };
 

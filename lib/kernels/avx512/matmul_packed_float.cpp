@@ -2,7 +2,7 @@
 //
 // One 64-byte load is 16 rows x one pair of values. Two ways to use it:
 //  - Exact (fewer than kPackedFloatBatchCols columns: decode, small batches,
-//    bound by memory). Widened to two f32 vectors (rows 0-7 and 8-15, each
+//    bound by memory; up to 4 row groups read side by side, see gemm_exact). Widened to two f32 vectors (rows 0-7 and 8-15, each
 //    lane one row's value 2p or 2p+1), each FMA'd with the column's pair of
 //    activations broadcast as one 64-bit element. A row's even and odd lanes
 //    are added when the tile is stored.
@@ -46,42 +46,85 @@ struct ExactTile {
 
   template <int C>
   void run(int g, int c0) const {
-    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    run_groups<1, C>(g, c0);
+  }
+
+  // Row groups g .. g + NG - 1 (NG weight streams) times columns [c0, c0 + C).
+  template <int NG, int C>
+  void run_groups(int g, int c0) const {
+    const uint8_t* grp[NG];
+    for (int i = 0; i < NG; ++i) grp[i] = w + static_cast<size_t>(g + i) * w_stride;
     const double* x[C];
     for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const double*>(act + static_cast<size_t>(c0 + c) * act_stride);
-    __m512 lo[C], hi[C];
-    for (int c = 0; c < C; ++c) lo[c] = hi[c] = _mm512_setzero_ps();
+    __m512 lo[NG][C], hi[NG][C];
+    for (int i = 0; i < NG; ++i)
+      for (int c = 0; c < C; ++c) lo[i][c] = hi[i][c] = _mm512_setzero_ps();
     for (int64_t p = 0; p < npairs; ++p) {
-      const uint8_t* q = grp + 64 * static_cast<size_t>(p);
-      // One line 4.5 KB ahead per line read: TinyLlama F16 decode +6%
-      // (30.2 -> 32.0 tok/s) and a 16-token prompt 1.8x (95 -> 174 tok/s),
-      // alternating processes.
-      _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
-      const __m512 wl = L::lo(q), wh = L::hi(q);
+      const size_t at = 64 * static_cast<size_t>(p);
+      __m512 wl[NG], wh[NG];
+      for (int i = 0; i < NG; ++i) {
+        // One line 4.5 KB ahead per line read: TinyLlama F16 decode +6%
+        // (30.2 -> 32.0 tok/s) and a 16-token prompt 1.8x (95 -> 174 tok/s),
+        // alternating processes.
+        _mm_prefetch(reinterpret_cast<const char*>(grp[i] + prefetch_offset<NG>(at, kPrefetchBytes, w_stride)),
+                     _MM_HINT_T0);
+        wl[i] = L::lo(grp[i] + at);
+        wh[i] = L::hi(grp[i] + at);
+      }
       for (int c = 0; c < C; ++c) {
         double pair;  // activations 2p, 2p+1 as one 64-bit element
         std::memcpy(&pair, x[c] + p, 8);
         const __m512 xp = _mm512_castpd_ps(_mm512_set1_pd(pair));
-        lo[c] = _mm512_fmadd_ps(wl, xp, lo[c]);
-        hi[c] = _mm512_fmadd_ps(wh, xp, hi[c]);
+        for (int i = 0; i < NG; ++i) {
+          lo[i][c] = _mm512_fmadd_ps(wl[i], xp, lo[i][c]);
+          hi[i][c] = _mm512_fmadd_ps(wh[i], xp, hi[i][c]);
+        }
       }
     }
     // Lane 2i+j of lo holds row i's products with values 2p+j (hi: row 8+i).
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    __m512 sum[C];
-    for (int c = 0; c < C; ++c)
-      sum[c] = _mm512_add_ps(_mm512_permutex2var_ps(lo[c], even, hi[c]), _mm512_permutex2var_ps(lo[c], odd, hi[c]));
-    store_group(out, out_stride, nrows, g, c0, sum);
+    for (int i = 0; i < NG; ++i) {
+      __m512 sum[C];
+      for (int c = 0; c < C; ++c)
+        sum[c] = _mm512_add_ps(_mm512_permutex2var_ps(lo[i][c], even, hi[i][c]),
+                               _mm512_permutex2var_ps(lo[i][c], odd, hi[i][c]));
+      store_group(out, out_stride, nrows, g + i, c0, sum);
+    }
   }
 };
 
+template <typename Tile>
+struct FourGroups {
+  const Tile& t;
+  template <int C>
+  void run(int g, int c0) const {
+    t.template run_groups<4, C>(g, c0);
+  }
+};
+
+// Several weight streams per thread keep more DRAM reads in flight than one.
+// Measured on TinyLlama F16 with the variants stepped in turns in one
+// process: 1-2 columns read 4 groups side by side (decode 31.1 -> 32.3 tok/s
+// with 2 groups, 29.7 -> 31.1 with 4 rather than 2, 32.6 vs 29.0 against 8;
+// 2 sequences 58.2 -> 66.3, then +4%), 3-4 columns 2 groups (4 sequences
+// 89 -> 111), and from 5 columns one group with 8-column tiles, which read
+// the weights once (8 sequences 153 against 134 with pairs of 4).
 template <typename L>
 void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const uint8_t* act, size_t act_stride,
                 int ncols, float* out, size_t out_stride) {
   const ExactTile<L> t{k / 2, w, w_stride, nrows, act, act_stride, out, out_stride};
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-  for (int g = 0; g < ngroups; ++g) for_each_col_tile<8>(t, g, 0, ncols);
+  int g = 0;
+  if (ncols <= 2) {
+    const FourGroups<ExactTile<L>> quads{t};
+    for (; g + 3 < ngroups; g += 4) for_each_col_tile<2>(quads, g, 0, ncols);
+  }
+  if (ncols <= 4) {
+    const TwoGroups<ExactTile<L>> pairs{t};
+    for (; g + 1 < ngroups; g += 2) for_each_col_tile<4>(pairs, g, 0, ncols);
+  }
+  for (; g < ngroups; ++g) for_each_col_tile<8>(t, g, 0, ncols);
 }
 
 // G row groups (bf16 pairs, groups w_stride bytes apart) x C columns.

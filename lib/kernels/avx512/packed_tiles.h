@@ -55,5 +55,26 @@ inline void for_each_col_tile(const Tile& t, int g, int c0, int n) {
   }
 }
 
+// A tile's two-group form (run_groups<2, C>: row groups g and g + 1 side by
+// side, two weight streams) as a tile of its own for for_each_col_tile.
+template <typename Tile>
+struct TwoGroups {
+  const Tile& t;
+  template <int C>
+  void run(int g, int c0) const {
+    t.template run_groups<2, C>(g, c0);
+  }
+};
+
+// Where a tile of NG row groups prefetches, for the stream of one of them
+// now at byte `at` of its group: `distance` further on in the same stream.
+// Past the group's end that is the next tile (groups are contiguous), where
+// the same stream's counterpart lies NG - 1 groups further.
+template <int NG>
+inline size_t prefetch_offset(size_t at, size_t distance, size_t w_stride) {
+  const size_t ahead = at + distance;
+  return NG > 1 && ahead >= w_stride ? ahead + (NG - 1) * w_stride : ahead;
+}
+
 }  // namespace
 }  // namespace brisk::kernels::avx512
