@@ -13,7 +13,8 @@ struct ReadBandwidth {
 
 // Reads a fresh buffer of `bytes` (rounded up to a page; it should be much
 // larger than the last-level cache) `passes` times, each thread streaming
-// one contiguous share with the active ISA's read_sum, and returns the
+// one contiguous share with the active ISA's read_sum (two streams per
+// thread, as the packed decode kernels read), and returns the
 // median, min and max over the passes. The buffer is first written by the
 // threads that later read it (first touch on the reading thread's node) and
 // unmapped before returning, so it leaves no trace in the process's memory.

@@ -82,20 +82,27 @@ void from_f32(TensorType type, const float* src, void* dst, int n) {
   for (; i < n; ++i) h[i] = avx2::f2h(src[i]);
 }
 
-// Four independent 32-byte streams of adds; the tail goes to the reference.
+// The two halves side by side (two streams, as in the AVX-512 version),
+// four independent chains of adds; the tail goes to the reference.
 uint64_t read_sum(const void* p, size_t bytes) {
   const auto* b = static_cast<const uint8_t*>(p);
   __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-  size_t i = 0;
-  for (; i + 128 <= bytes; i += 128) {
-    s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
-    s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i + 32)));
-    s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i + 64)));
-    s3 = _mm256_add_epi64(s3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i + 96)));
+  const size_t half = bytes / 256 * 128;
+  const uint8_t* c = b + half;
+  auto load = [](const uint8_t* q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)); };
+  for (size_t i = 0; i < half; i += 128) {
+    s0 = _mm256_add_epi64(s0, load(b + i));
+    s1 = _mm256_add_epi64(s1, load(c + i));
+    s2 = _mm256_add_epi64(s2, load(b + i + 32));
+    s3 = _mm256_add_epi64(s3, load(c + i + 32));
+    s0 = _mm256_add_epi64(s0, load(b + i + 64));
+    s1 = _mm256_add_epi64(s1, load(c + i + 64));
+    s2 = _mm256_add_epi64(s2, load(b + i + 96));
+    s3 = _mm256_add_epi64(s3, load(c + i + 96));
   }
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3)));
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + ref_vec_kernels()->read_sum(b + i, bytes - i);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + ref_vec_kernels()->read_sum(b + 2 * half, bytes - 2 * half);
 }
 
 const VecKernels kTable{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32, read_sum};
