@@ -4,7 +4,8 @@
 #   single-stream decode and prompt speed per weight type, and the aggregate
 #   decode curve over 1..16 parallel sequences for Q4_0 and Q8_0 weights with
 #   F16 and Q8_0 KV caches (128-token prompt per sequence, 128 generated,
-#   repetitions taken in turns across the parallel counts (--interleave),
+#   the parallel counts stepped in turns, 8 engine steps each, each timed on
+#   its own clock (--interleave),
 #   speed over the last 64). Medians of $REPS runs; JSON lines go to $OUT.
 # Run it alone: the figures mean nothing on a loaded machine (check `uptime`).
 # Usage: scripts/bench_matrix.sh [single|curve|all]
