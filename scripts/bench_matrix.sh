@@ -3,7 +3,8 @@
 # models (made with `brisk synth` / `brisk quantize`, kept in $MODELS):
 #   single-stream decode and prompt speed per weight type, and the aggregate
 #   decode curve over 1..16 parallel sequences for Q4_0 and Q8_0 weights with
-#   F16 and Q8_0 KV caches (128-token prompt per sequence, 128 generated,
+#   F16 and Q8_0 KV caches, all in one run per weight type (128-token prompt
+#   per sequence, 128 generated,
 #   the parallel counts stepped in turns, 8 engine steps each, each timed on
 #   its own clock (--interleave),
 #   speed over the last 64). Medians of $REPS runs; JSON lines go to $OUT.
@@ -37,10 +38,9 @@ if [ "$what" = single ] || [ "$what" = all ]; then
 fi
 if [ "$what" = curve ] || [ "$what" = all ]; then
   for t in q4_0 q8_0; do
-    for kv in f16 q8_0; do
-      "$B" bench -m "$(model $t)" --prompt-tokens 128 -n 128 --window 64 -r "$REPS" --parallel 1,2,4,8,16 --interleave \
-        --cache-type-k $kv --cache-type-v $kv --json --no-history | tee -a "$OUT"
-    done
+    # Both cache types in one run, so their difference is not host drift.
+    "$B" bench -m "$(model $t)" --prompt-tokens 128 -n 128 --window 64 -r "$REPS" --parallel 1,2,4,8,16 --interleave \
+      --cache-type-k f16,q8_0 --cache-type-v f16,q8_0 --json --no-history | tee -a "$OUT"
   done
 fi
 echo "load: $(uptime)" >&2

@@ -112,3 +112,30 @@ TEST_CASE("cli: tokenize --ids prints one JSON array", "[cli]") {
   CHECK(r.code == 0);
   CHECK(r.out == "[1, 403, 407]\n");
 }
+
+TEST_CASE("cli: bench --interleave runs every parallel count with every cache type pair", "[cli]") {
+  BRISK_TEST_FILE(model, "models/stories260K.gguf");
+  Result r = run_cli("bench -m " + model +
+                     " --prompt-tokens 8 -n 6 --window 3 -r 2 --parallel 1,2 --cache-type-k f16,f32 --cache-type-v "
+                     "f16,f32 --interleave --json --no-history --bandwidth-mib 0");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  // One JSON line per configuration, cache types outer, counts inner.
+  const char* want[][2] = {{"\"parallel\":1", "f16"}, {"\"parallel\":2", "f16"}, {"\"parallel\":1", "f32"},
+                           {"\"parallel\":2", "f32"}};
+  size_t pos = 0;
+  for (auto& w : want) {
+    const size_t eol = r.out.find('\n', pos);
+    REQUIRE(eol != std::string::npos);
+    const std::string line = r.out.substr(pos, eol - pos);
+    CHECK(line.find(w[0]) != std::string::npos);
+    CHECK(line.find(std::string("\"cache_type_k\":\"") + w[1] + "\"") != std::string::npos);
+    CHECK(line.find("\"interleaved\":true") != std::string::npos);
+    pos = eol + 1;
+  }
+  CHECK(pos == r.out.size());
+
+  Result bad = run_cli("bench -m " + model + " --cache-type-k f16,f32 --cache-type-v f16,f32,f16 --no-history");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("as many as --cache-type-k") != std::string::npos);
+}

@@ -216,16 +216,19 @@ int cmd_bench(int argc, char** argv) {
     ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("cpu-list", "pin threads to these CPUs, e.g. 0,2,4-7", cxxopts::value<std::string>())
     ("no-pin", "do not pin threads")
-    ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("f16"))
-    ("cache-type-v", "KV cache type for values", cxxopts::value<std::string>()->default_value("f16"))
+    ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0; a comma-separated list runs each "
+                     "(with the value type at the same place in --cache-type-v)",
+     cxxopts::value<std::string>()->default_value("f16"))
+    ("cache-type-v", "KV cache type for values (one, or as many as --cache-type-k)",
+     cxxopts::value<std::string>()->default_value("f16"))
     ("b,batch-size", "most tokens per engine step", cxxopts::value<int>()->default_value("512"))
     ("json", "print one JSON object per configuration on stdout")
     ("history", "append results to this JSON-lines file", cxxopts::value<std::string>()->default_value(default_history()))
     ("no-history", "do not append to the history file")
     ("compare", "show the change against the last run of the same configuration")
-    ("interleave", "with several --parallel counts: run every count's repetition together, one engine step "
-                   "each in turn, each timed on its own clock, so that changing machine load affects all counts "
-                   "alike (each count's peak RSS then includes every engine's cache)")
+    ("interleave", "with several configurations (--parallel counts, cache types): run each one's repetition "
+                   "together, the engines stepping in turns (8 steps each), each timed on its own clock, so that "
+                   "changing machine load affects all alike (each one's peak RSS then includes every engine's cache)")
     ("bandwidth-mib", "before every repetition, measure the memory read bandwidth over a buffer of this many MiB "
                       "(the decode ceiling the 'bw use' column compares against; 0: skip)",
      cxxopts::value<int>()->default_value("512"))
@@ -254,11 +257,37 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "brisk bench: error: need -n >= 2, --window >= 1 and -r >= 1\n");
     return 2;
   }
-  int32_t cache_k, cache_v;
-  if (!parse_type(args["cache-type-k"].as<std::string>(), &cache_k) ||
-      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v)) {
-    std::fprintf(stderr, "brisk bench: error: unknown cache type\n");
-    return 2;
+  // KV cache types: K and V lists paired by position (a single V type
+  // goes with every K type).
+  struct CacheTypes {
+    std::string k_name, v_name;
+    int32_t k = 0, v = 0;
+  };
+  std::vector<CacheTypes> caches;
+  {
+    auto split = [](const std::string& s) {
+      std::vector<std::string> v;
+      std::stringstream ss(s);
+      std::string item;
+      while (std::getline(ss, item, ','))
+        if (!item.empty()) v.push_back(item);
+      return v;
+    };
+    const std::vector<std::string> ks = split(args["cache-type-k"].as<std::string>());
+    const std::vector<std::string> vs = split(args["cache-type-v"].as<std::string>());
+    if (ks.empty() || vs.empty() || (vs.size() != 1 && vs.size() != ks.size())) {
+      std::fprintf(stderr, "brisk bench: error: give one --cache-type-v, or as many as --cache-type-k\n");
+      return 2;
+    }
+    for (size_t i = 0; i < ks.size(); ++i) {
+      CacheTypes c{ks[i], vs.size() == 1 ? vs[0] : vs[i]};
+      if (!parse_type(c.k_name, &c.k) || !parse_type(c.v_name, &c.v)) {
+        std::fprintf(stderr, "brisk bench: error: unknown cache type in %s / %s\n", c.k_name.c_str(),
+                     c.v_name.c_str());
+        return 2;
+      }
+      caches.push_back(c);
+    }
   }
 
   // The model.
@@ -311,7 +340,7 @@ int cmd_bench(int argc, char** argv) {
 
   const bool json = args.count("json") > 0;
   if (!json)
-    std::printf("%-24s %-6s %3s %4s %8s %14s %22s %7s %9s %9s\n", "model", "type", "thr", "par", "prompt",
+    std::printf("%-24s %-6s %-9s %3s %4s %8s %14s %22s %7s %9s %9s\n", "model", "type", "kv", "thr", "par", "prompt",
                 "prompt tok/s", "gen tok/s (min-max)", "bw use", "ttft ms", "RSS MiB");
   const int bw_mib = std::max(0, args["bandwidth-mib"].as<int>());
   const uint64_t model_bytes = brisk_model_file_size(model);
@@ -322,6 +351,7 @@ int cmd_bench(int argc, char** argv) {
   // One configuration: its engine and its repetitions.
   struct Config {
     int parallel = 0;
+    CacheTypes cache;
     brisk_engine* engine = nullptr;
     std::string desc;
     int threads = 0;
@@ -329,8 +359,13 @@ int cmd_bench(int argc, char** argv) {
     std::vector<double> bw;  // read bandwidth (GB/s) measured before each repetition
     uint64_t peak_rss = 0;   // over this configuration's repetitions
   };
-  std::vector<Config> configs(parallels.size());
-  for (size_t i = 0; i < parallels.size(); ++i) configs[i].parallel = parallels[i];
+  std::vector<Config> configs;
+  for (const CacheTypes& ct : caches)
+    for (int p : parallels) {
+      configs.emplace_back();
+      configs.back().parallel = p;
+      configs.back().cache = ct;
+    }
 
   auto create = [&](Config& c) -> bool {
     brisk_engine_options eo;
@@ -339,8 +374,8 @@ int cmd_bench(int argc, char** argv) {
     eo.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 1);
     eo.n_threads = static_cast<uint32_t>(std::max(0, args["threads"].as<int>()));
     eo.n_batch = static_cast<uint32_t>(std::max(1, args["batch-size"].as<int>()));
-    eo.cache_type_k = cache_k;
-    eo.cache_type_v = cache_v;
+    eo.cache_type_k = c.cache.k;
+    eo.cache_type_v = c.cache.v;
     eo.no_pin = args.count("no-pin") ? 1 : 0;
     eo.cpu_list = cpu_list.empty() ? nullptr : cpu_list.c_str();
     if ((st = brisk_engine_create(model, &eo, &c.engine)) != BRISK_OK) {
@@ -414,8 +449,8 @@ int cmd_bench(int argc, char** argv) {
         {"window", window},
         {"reps", reps},
         {"interleaved", interleave},
-        {"cache_type_k", args["cache-type-k"].as<std::string>()},
-        {"cache_type_v", args["cache-type-v"].as<std::string>()},
+        {"cache_type_k", c.cache.k_name},
+        {"cache_type_v", c.cache.v_name},
         {"prompt_tokens_per_s", median(pp)},
         {"gen_tokens_per_s", median(tg)},
         {"gen_tokens_per_s_min", *std::min_element(tg.begin(), tg.end())},
@@ -447,8 +482,11 @@ int cmd_bench(int argc, char** argv) {
                     j["gen_tokens_per_s_max"].get<double>());
       char use[16] = "-";
       if (bw_use > 0) std::snprintf(use, sizeof use, "%.0f%%", bw_use * 100);
-      std::printf("%-24s %-6s %3d %4d %8zu %14.1f %22s %7s %9.1f %9.0f\n", model_name.substr(0, 24).c_str(), wtype,
-                  threads, parallel, prompt.size(), median(pp), range, use, median(ttft), c.peak_rss / 1048576.0);
+      const std::string kv =
+          c.cache.k_name == c.cache.v_name ? c.cache.k_name : c.cache.k_name + "/" + c.cache.v_name;
+      std::printf("%-24s %-6s %-9s %3d %4d %8zu %14.1f %22s %7s %9.1f %9.0f\n", model_name.substr(0, 24).c_str(), wtype,
+                  kv.c_str(), threads, parallel, prompt.size(), median(pp), range, use, median(ttft),
+                  c.peak_rss / 1048576.0);
       if (!c.bw.empty())
         std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f, %zu measurements of %d MiB); "
                              "%.0f MB of weights -> at most %.1f decode steps/s\n",
