@@ -106,8 +106,12 @@ struct Repetition {
   int parallel = 0;
   std::vector<brisk_sequence*> seqs;
   std::vector<SeqClock> clocks;
-  StepClock clock;
+  StepClock clock;  // the clocks above point at it: a Repetition stays put
   uint32_t active = 1;
+
+  Repetition() = default;
+  Repetition(const Repetition&) = delete;
+  Repetition& operator=(const Repetition&) = delete;
 
   brisk_status start(const std::vector<int32_t>& prompt, int n_gen) {
     seqs.assign(static_cast<size_t>(parallel), nullptr);

@@ -60,8 +60,6 @@ KVCache::KVCache(const ModelConfig& c, int n_slots, int n_ctx, TensorType k_type
   const size_t rows = static_cast<size_t>(n_layer_) * n_slots_ * n_head_kv_ * n_ctx_;
   k_mem_ = alloc_zeroed(rows * k_row_bytes_, "the KV cache's keys");
   v_mem_ = alloc_zeroed(rows * v_row_bytes_, "the KV cache's values");
-  k_ = k_mem_.data();
-  v_ = v_mem_.data();
 }
 
 uint64_t KVCache::bytes_per_token(const ModelConfig& c, TensorType k_type, TensorType v_type) {
@@ -77,8 +75,8 @@ void KVCache::store(int layer, int slot, int pos, const float* k, const float* v
   const kernels::VecKernels& vk = kernels::vec_kernels();
   for (int h = 0; h < n_head_kv_; ++h) {
     const size_t off = static_cast<size_t>(h) * head_dim_;
-    vk.from_f32(k_type_, k + off, base(k_, k_row_bytes_, layer, slot, h, pos), head_dim_);
-    vk.from_f32(v_type_, v + off, base(v_, v_row_bytes_, layer, slot, h, pos), head_dim_);
+    vk.from_f32(k_type_, k + off, base(k_mem_.data(), k_row_bytes_, layer, slot, h, pos), head_dim_);
+    vk.from_f32(v_type_, v + off, base(v_mem_.data(), v_row_bytes_, layer, slot, h, pos), head_dim_);
   }
 }
 
@@ -86,9 +84,9 @@ void KVCache::copy_prefix(int src, int dst, int n) {
   if (src == dst || n <= 0) return;
   for (int l = 0; l < n_layer_; ++l)
     for (int h = 0; h < n_head_kv_; ++h) {
-      std::memcpy(base(k_, k_row_bytes_, l, dst, h, 0), base(k_, k_row_bytes_, l, src, h, 0),
+      std::memcpy(base(k_mem_.data(), k_row_bytes_, l, dst, h, 0), base(k_mem_.data(), k_row_bytes_, l, src, h, 0),
                   static_cast<size_t>(n) * k_row_bytes_);
-      std::memcpy(base(v_, v_row_bytes_, l, dst, h, 0), base(v_, v_row_bytes_, l, src, h, 0),
+      std::memcpy(base(v_mem_.data(), v_row_bytes_, l, dst, h, 0), base(v_mem_.data(), v_row_bytes_, l, src, h, 0),
                   static_cast<size_t>(n) * v_row_bytes_);
     }
 }

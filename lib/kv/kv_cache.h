@@ -34,8 +34,8 @@ class KVCache {
   size_t v_head_row_bytes() const { return v_row_bytes_; }
 
   // Row `pos` of one KV head.
-  const uint8_t* k_row(int layer, int slot, int head, int pos) const { return base(k_, k_row_bytes_, layer, slot, head, pos); }
-  const uint8_t* v_row(int layer, int slot, int head, int pos) const { return base(v_, v_row_bytes_, layer, slot, head, pos); }
+  const uint8_t* k_row(int layer, int slot, int head, int pos) const { return base(k_mem_.data(), k_row_bytes_, layer, slot, head, pos); }
+  const uint8_t* v_row(int layer, int slot, int head, int pos) const { return base(v_mem_.data(), v_row_bytes_, layer, slot, head, pos); }
 
   // Writes one token's key and value (kv_dim floats each) in the cache types.
   void store(int layer, int slot, int pos, const float* k, const float* v);
@@ -53,8 +53,6 @@ class KVCache {
   TensorType k_type_, v_type_;
   size_t k_row_bytes_, v_row_bytes_;
   HugePageBuffer k_mem_, v_mem_;
-  uint8_t* k_ = nullptr;  // k_mem_.data()
-  uint8_t* v_ = nullptr;
 };
 
 }  // namespace brisk

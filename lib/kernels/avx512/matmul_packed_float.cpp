@@ -94,15 +94,6 @@ struct ExactTile {
   }
 };
 
-template <typename Tile>
-struct FourGroups {
-  const Tile& t;
-  template <int C>
-  void run(int g, int c0) const {
-    t.template run_groups<4, C>(g, c0);
-  }
-};
-
 // Several weight streams per thread keep more DRAM reads in flight than one.
 // Measured on TinyLlama F16 with the variants stepped in turns in one
 // process: 1-2 columns read 4 groups side by side (decode 31.1 -> 32.3 tok/s
@@ -117,11 +108,11 @@ void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const u
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   int g = 0;
   if (ncols <= 2) {
-    const FourGroups<ExactTile<L>> quads{t};
+    const GroupsTile<4, ExactTile<L>> quads{t};
     for (; g + 3 < ngroups; g += 4) for_each_col_tile<2>(quads, g, 0, ncols);
   }
   if (ncols <= 4) {
-    const TwoGroups<ExactTile<L>> pairs{t};
+    const GroupsTile<2, ExactTile<L>> pairs{t};
     for (; g + 1 < ngroups; g += 2) for_each_col_tile<4>(pairs, g, 0, ncols);
   }
   for (; g < ngroups; ++g) for_each_col_tile<8>(t, g, 0, ncols);

@@ -55,14 +55,14 @@ inline void for_each_col_tile(const Tile& t, int g, int c0, int n) {
   }
 }
 
-// A tile's two-group form (run_groups<2, C>: row groups g and g + 1 side by
-// side, two weight streams) as a tile of its own for for_each_col_tile.
-template <typename Tile>
-struct TwoGroups {
+// A tile's NG-group form (run_groups<NG, C>: row groups g .. g + NG - 1 side
+// by side, NG weight streams) as a tile of its own for for_each_col_tile.
+template <int NG, typename Tile>
+struct GroupsTile {
   const Tile& t;
   template <int C>
   void run(int g, int c0) const {
-    t.template run_groups<2, C>(g, c0);
+    t.template run_groups<NG, C>(g, c0);
   }
 };
 
