@@ -152,7 +152,7 @@ TEST_CASE("packed F16/BF16 activations: f32 copy and bf16 rounding", "[packed][f
 TEST_CASE("packed F16/BF16 gemm (scalar and simd) matches the reference", "[simd][packed][float]") {
   // 50, 80 and 100 rows: groups read 4, then 2, then 1 at a time; 1-2, 3-4
   // and 5+ columns take those three paths.
-  const int rows[] = {1, 5, 16, 17, 33, 48, 50, 80, 100};
+  const int rows[] = {1, 5, 16, 17, 33, 48, 50, 80, 100, 150};  // 150: runs of 2 in 4 streams, then 2
   const int cols[] = {1, 2, 3, 4, 5, 8, 9, 31, 32, 33, 45};
   for (TensorType t : kTypes) {
     for (Isa isa : {Isa::scalar, Isa::avx512}) {

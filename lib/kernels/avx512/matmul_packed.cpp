@@ -46,27 +46,20 @@ inline int32_t load_i32(const void* p) {
 // How far ahead of the current block the weight stream is prefetched.
 // Measured on Zen 4 with DRAM-resident weights: 4.5 KB lifted 4-8 column
 // tiles by 40-50% (the first tile of a group otherwise waits on DRAM at
-// every block) and is neutral for one column, where the hardware prefetcher
-// already keeps up; 2.3 KB gained less and 9 KB no more. With both cores
+// every block); 2.3 KB gained less and 9 KB no more. With both cores
 // streaming (Zen 5, Q4_0, 25 alternating runs, 4 rounds) 18 KB beat 4.5 KB
-// for multi-column tiles (4 columns +4-7%, 2 columns +1-2%) and not for one.
-// Two-group tiles (two streams) do best at 4.5 KB per stream (Zen 5, Q4_0,
-// all distances interleaved in one process, 11 rounds: 2 columns 76.1 GB/s
-// at 4.5 KB, 73.6-74.1 at 9-27 KB; 4 columns 68.6 against 63.6-65.3).
+// for multi-column tiles (4 columns +4-7%, 2 columns +1-2%). Two-group tiles
+// do best at 4.5 KB per stream (Zen 5, Q4_0, all distances interleaved in
+// one process, 11 rounds: 2 columns 76.1 GB/s at 4.5 KB, 73.6-74.1 at 9-27
+// KB; 4 columns 68.6 against 63.6-65.3). One column in two runs
+// (packed_tiles.h, for_each_stream_tile), where the hardware prefetcher
+// follows each run: 2.3 KB per stream, 1-3% over 4.5 KB and none in a
+// standalone decode pass; in TinyLlama decode (variants stepped in turns)
+// without it Q4_0 lost 3-4% and Q8_0 0-15%.
 template <int NG, int C>
 constexpr size_t prefetch_distance() {
+  if (C == 1 && NG > 1) return kPrefetchBytes / 2;
   return C == 1 || NG > 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
-}
-// Since each thread walks one long stretch of a matrix per pass
-// (threads/range_split.h), the hardware prefetcher keeps a one-column tile
-// fed: the prefetch instructions (one per line) then cost Q8_0 10-15% of its
-// decode speed (TinyLlama, alternating processes: 50.1 -> 57.8 tok/s) and
-// gained Q4_0 nothing (83.6 / 81.6), so one-column tiles prefetch only where
-// it was measured not to hurt. Multi-column tiles still need it (8
-// sequences: 2x).
-template <TensorType T, int C>
-constexpr bool prefetches() {
-  return C > 1 || T == TensorType::Q4_0;
 }
 
 template <TensorType T>
@@ -85,7 +78,7 @@ struct PackedTile {
 
   template <int C>
   void run(int g, int c0) const {
-    run_groups<1, C>(g, c0);
+    run_groups<1, C>(g, c0, 1);
   }
 
   // Rows of groups g .. g + NG - 1 times columns [c0, c0 + C). With two
@@ -95,9 +88,9 @@ struct PackedTile {
   // block; 4-8 columns: 7.0 -> 5.3, near the 8 vpdpbusd + convert, scale
   // and FMA that the two multiply pipes must run).
   template <int NG, int C>
-  void run_groups(int g, int c0) const {
+  void run_groups(int g, int c0, int span) const {
     const uint8_t* grp[NG];
-    for (int i = 0; i < NG; ++i) grp[i] = w + static_cast<size_t>(g + i) * w_stride;
+    for (int i = 0; i < NG; ++i) grp[i] = w + static_cast<size_t>(g + i * span) * w_stride;
     const uint8_t* qs[C];
     const float* ad[C];
     const int32_t* as[C];
@@ -119,8 +112,8 @@ struct PackedTile {
       for (int i = 0; i < NG; ++i) {
         const uint8_t* pair = grp[i] + pair_off;
         // Once per pair, its lines ahead in the same stream.
-        if (prefetches<T, C>() && (b & 1) == 0)
-          prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride));
+        if ((b & 1) == 0)
+          prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride, span));
         const uint8_t* sl = pair + slice_off;
         if constexpr (T == TensorType::Q4_0) {
           for (int m = 0; m < 4; ++m) {
@@ -160,7 +153,7 @@ struct PackedTile {
           acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), _mm512_mul_ps(dw[i], da), acc[i][c]);
       }
     }
-    for (int i = 0; i < NG; ++i) store_group(out, out_stride, nrows, g + i, c0, acc[i]);
+    for (int i = 0; i < NG; ++i) store_group(out, out_stride, nrows, g + i * span, c0, acc[i]);
   }
 };
 
@@ -196,11 +189,9 @@ template <typename Tile>
 void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   if (ncols > max_pair_cols) return drive<kColTile>(t, nrows, ncols);
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-  const GroupsTile<2, Tile> pairs{t};
   for (int cb = 0; cb < ncols; cb += kColBlock) {
     const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
-    int g = 0;
-    for (; g + 1 < ngroups; g += 2) for_each_col_tile<kColTile2>(pairs, g, cb, n);
+    const int g = for_each_stream_tile<2, kColTile2>(t, 0, ngroups, cb, n, ncols == 1);
     if (g < ngroups) for_each_col_tile<kColTile>(t, g, cb, n);
   }
 }
