@@ -2,10 +2,14 @@
 // with a non-zero exit for every kind of bad input.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "test_data.h"
 
@@ -138,4 +142,27 @@ TEST_CASE("cli: bench --interleave runs every parallel count with every cache ty
   Result bad = run_cli("bench -m " + model + " --cache-type-k f16,f32 --cache-type-v f16,f32,f16 --no-history");
   CHECK(bad.code == 2);
   CHECK(bad.err.find("as many as --cache-type-k") != std::string::npos);
+}
+
+TEST_CASE("cli: bench's bw use pairs each repetition with the bandwidth measured before it", "[cli]") {
+  BRISK_TEST_FILE(model, "models/stories260K.gguf");
+  Result r = run_cli("bench -m " + model + " --prompt-tokens 8 -n 16 --window 8 -r 3 --json --no-history --bandwidth-mib 8");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  std::vector<double> tg = j.at("gen_tokens_per_s_each"), bw = j.at("read_bandwidth_gbs_each");
+  const std::vector<double> each = j.at("bandwidth_use_each");
+  REQUIRE(tg.size() == 3);
+  REQUIRE(bw.size() == 3);
+  REQUIRE(each.size() == 3);
+  const double bytes = j.at("model_bytes");
+  std::vector<double> uses;
+  for (int i = 0; i < 3; ++i) {
+    uses.push_back(tg[i] / (bw[i] * 1e9 / bytes));  // steps/s over the ceiling before repetition i
+    CHECK(each[i] == Approx(uses[i]));
+  }
+  std::sort(uses.begin(), uses.end());
+  CHECK(j.at("bandwidth_use").get<double>() == Approx(uses[1]));
+  std::sort(tg.begin(), tg.end());
+  CHECK(j.at("gen_tokens_per_s").get<double>() == Approx(tg[1]));
 }

@@ -459,6 +459,7 @@ int cmd_bench(int argc, char** argv) {
         {"gen_tokens_per_s", median(tg)},
         {"gen_tokens_per_s_min", *std::min_element(tg.begin(), tg.end())},
         {"gen_tokens_per_s_max", *std::max_element(tg.begin(), tg.end())},
+        {"gen_tokens_per_s_each", tg},
         {"ttft_ms", median(ttft)},
         {"peak_rss_bytes", c.peak_rss},
         {"model_bytes", model_bytes},
@@ -467,16 +468,23 @@ int cmd_bench(int argc, char** argv) {
     };
     // Decoding streams every weight once per step: at the measured read
     // bandwidth, model_bytes allow at most `ceiling` steps per second, and a
-    // step yields `parallel` tokens. bw use = steps per second / ceiling.
+    // step yields `parallel` tokens. bw use = steps per second / ceiling,
+    // each repetition against the bandwidth measured just before it (the
+    // host's bandwidth drifts between repetitions), then the median.
     double bw_use = 0;
     if (!c.bw.empty() && model_bytes > 0) {
       const double ceiling = median(c.bw) * 1e9 / static_cast<double>(model_bytes);
-      bw_use = median(tg) / parallel / ceiling;
+      std::vector<double> uses;
+      for (size_t r = 0; r < tg.size() && r < c.bw.size(); ++r)
+        uses.push_back(tg[r] / parallel / (c.bw[r] * 1e9 / static_cast<double>(model_bytes)));
+      bw_use = median(uses);
       j["read_bandwidth_gbs"] = median(c.bw);
       j["read_bandwidth_gbs_min"] = *std::min_element(c.bw.begin(), c.bw.end());
       j["read_bandwidth_gbs_max"] = *std::max_element(c.bw.begin(), c.bw.end());
       j["decode_ceiling_steps_per_s"] = ceiling;
       j["bandwidth_use"] = bw_use;
+      j["read_bandwidth_gbs_each"] = c.bw;  // per repetition, as gen_tokens_per_s_each
+      j["bandwidth_use_each"] = uses;
     }
     if (json) {
       std::printf("%s\n", j.dump().c_str());
