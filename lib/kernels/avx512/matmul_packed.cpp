@@ -81,7 +81,8 @@ struct PackedTile {
     run_groups<1, C>(g, c0, 1);
   }
 
-  // Rows of groups g .. g + NG - 1 times columns [c0, c0 + C). With two
+  // Rows of groups g, g + span, ..., g + (NG - 1) * span times columns
+  // [c0, c0 + C) (packed_tiles.h, for_each_stream_tile). With two
   // groups each activation broadcast feeds two vpdpbusd: per column and
   // block the broadcasts, the offset and the scale then cost half as much
   // per row (in-cache, 2 columns: 7.5 -> 5.8 cycles per column and 16-row

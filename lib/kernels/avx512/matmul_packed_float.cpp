@@ -49,7 +49,8 @@ struct ExactTile {
     run_groups<1, C>(g, c0, 1);
   }
 
-  // Row groups g .. g + NG - 1 (NG weight streams) times columns [c0, c0 + C).
+  // Row groups g, g + span, ..., g + (NG - 1) * span (NG weight streams) times
+  // columns [c0, c0 + C).
   template <int NG, int C>
   void run_groups(int g, int c0, int span) const {
     const uint8_t* grp[NG];
