@@ -1,5 +1,6 @@
 // What the packed-layout kernels (matmul_packed*.cpp) share: storing a
-// 16-row group's results and walking the columns in tiles. AVX-512 files
+// 16-row group's results, walking the columns in tiles and the row groups
+// as several weight streams, and where those streams prefetch. AVX-512 files
 // only (see common.h on why these helpers stay internal).
 #pragma once
 #include "kernels/avx512/common.h"
@@ -8,8 +9,8 @@
 namespace brisk::kernels::avx512 {
 namespace {
 
-// How far ahead of the current position a one-column packed tile prefetches
-// its weight stream (measurements: matmul_packed.cpp, prefetch_distance).
+// The base prefetch distance of a packed weight stream; each tile kind
+// scales it (measurements: matmul_packed.cpp, prefetch_distance).
 constexpr size_t kPrefetchBytes = 4608;
 
 // Row group g's 16 results for one column at o (rows past nrows are not written).
