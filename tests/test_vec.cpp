@@ -66,8 +66,10 @@ TEST_CASE("fused attention matches the reference on every ISA", "[vec][attend]")
       continue;
     }
     for (int hd : {64, 128, 32}) {
-      // 1, 2, 4, 8, 16 divide a vector (flat softmax), 3 and 9 do not.
-      for (int group : {1, 2, 3, 4, 8, 9, 16}) {
+      // 1, 2, 4, 8, 16 divide a vector (flat softmax), 3, 5, 6, 7 and 9 do
+      // not; the scores take heads 8 at a time, every remainder 1..7 a loop
+      // of its own (Qwen2.5 models have groups of 6 and 7).
+      for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
         for (int n_pos : {1, 2, 3, 17, 300}) {
           for (TensorType kt : {TensorType::F16, TensorType::F32, TensorType::Q8_0, TensorType::Q4_0}) {
             const TensorType vt = kt == TensorType::F32 ? TensorType::F16 : kt;

@@ -119,6 +119,68 @@ inline void softmax_flat(float* scores, int n_pos, int G, float* inv) {
   _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), fold_heads<false>(sum, G)));
 }
 
+// The scores of query heads [h0, h0 + NH) (NH <= 8) against key rows
+// [0, n_pos), to out[p * G + j], prefetching the key and value rows kAhead
+// on when asked. A function of its own, with restrict parameters (GCC
+// honours restrict reliably on parameters only) and a constant head count:
+// then the compiler keeps most of the queries in registers across the loop
+// and runs it without branches. Written inline over AttendArgs, the queries
+// were reloaded after every store to the scores (which might have aliased
+// them) and a run-time head count kept its branches: 8 heads, head_dim 64,
+// 600 cached positions in L2: 44 -> 22 cycles per position; the whole
+// attention 51 -> 33 us for 4 KV heads, head_dim 128: 133 -> 81 us; in
+// TinyLlama decode at 550 positions 814 -> 596 us per token.
+template <TensorType KT, TensorType VT, int NV, int NH, bool kPrefetch>
+__attribute__((noinline)) void score_heads(const float* __restrict q, const uint8_t* k, size_t k_stride,
+                                           const uint8_t* v, size_t v_stride, int n_pos, size_t G, float scale_f,
+                                           float* __restrict out) {
+  constexpr int hd = 16 * NV;
+  const __m256 scale = _mm256_set1_ps(scale_f);
+  for (int p = 0; p < n_pos; ++p) {
+    if constexpr (kPrefetch) {
+      prefetch_row<KT, NV>(k + static_cast<size_t>(p + kAhead) * k_stride);
+      prefetch_row<VT, NV>(v + static_cast<size_t>(p + kAhead) * v_stride);
+    }
+    __m512 kr[NV];
+    load_row<KT, NV>(k + static_cast<size_t>(p) * k_stride, kr);
+    __m512 acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
+    for (int i = 0; i < NV; ++i)
+      for (int j = 0; j < NH; ++j) acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + j * hd + 16 * i), kr[i], acc[j]);
+    const __m256 s = _mm256_mul_ps(reduce8(acc), scale);
+    if constexpr (NH == 8) {
+      _mm256_storeu_ps(out + static_cast<size_t>(p) * G, s);
+    } else {
+      _mm256_mask_storeu_ps(out + static_cast<size_t>(p) * G, static_cast<__mmask8>((1u << NH) - 1), s);
+    }
+  }
+}
+
+template <TensorType KT, TensorType VT, int NV, int NH>
+void score_chunk(const AttendArgs& a, int h0) {
+  // The first pass over the keys prefetches for all.
+  auto run = h0 == 0 ? score_heads<KT, VT, NV, NH, true> : score_heads<KT, VT, NV, NH, false>;
+  run(a.q + h0 * 16 * NV, a.k, a.k_stride, a.v, a.v_stride, a.n_pos, static_cast<size_t>(a.group), a.scale,
+      a.scores + h0);
+}
+
+// scores[p * G + h] for every position and head, 8 heads at a time.
+template <TensorType KT, TensorType VT, int NV>
+void scores(const AttendArgs& a) {
+  for (int h0 = 0; h0 < a.group; h0 += 8) {
+    switch (a.group - h0 < 8 ? a.group - h0 : 8) {
+      case 1: score_chunk<KT, VT, NV, 1>(a, h0); break;
+      case 2: score_chunk<KT, VT, NV, 2>(a, h0); break;
+      case 3: score_chunk<KT, VT, NV, 3>(a, h0); break;
+      case 4: score_chunk<KT, VT, NV, 4>(a, h0); break;
+      case 5: score_chunk<KT, VT, NV, 5>(a, h0); break;
+      case 6: score_chunk<KT, VT, NV, 6>(a, h0); break;
+      case 7: score_chunk<KT, VT, NV, 7>(a, h0); break;
+      default: score_chunk<KT, VT, NV, 8>(a, h0); break;
+    }
+  }
+}
+
 template <TensorType KT, TensorType VT, int NV>
 void attend_impl(const AttendArgs& a) {
   constexpr int hd = 16 * NV;
@@ -128,28 +190,7 @@ void attend_impl(const AttendArgs& a) {
     prefetch_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride);
     prefetch_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride);
   }
-  for (int p = 0; p < a.n_pos; ++p) {
-    prefetch_row<KT, NV>(a.k + static_cast<size_t>(p + kAhead) * a.k_stride);
-    prefetch_row<VT, NV>(a.v + static_cast<size_t>(p + kAhead) * a.v_stride);
-    __m512 k[NV];
-    load_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride, k);
-    for (int h0 = 0; h0 < G; h0 += 8) {
-      const int nh = G - h0 < 8 ? G - h0 : 8;
-      __m512 acc[8];
-      for (int j = 0; j < 8; ++j) {
-        acc[j] = _mm512_setzero_ps();
-        if (j < nh)
-          for (int i = 0; i < NV; ++i) acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(a.q + (h0 + j) * hd + 16 * i), k[i], acc[j]);
-      }
-      const __m256 s = _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(a.scale));
-      float* dst = a.scores + static_cast<size_t>(p) * G + h0;
-      if (nh == 8) {
-        _mm256_storeu_ps(dst, s);
-      } else {
-        _mm256_mask_storeu_ps(dst, static_cast<__mmask8>((1u << nh) - 1), s);
-      }
-    }
-  }
+  scores<KT, VT, NV>(a);
   // Softmax per head; the 1/sum is applied to the outputs.
   alignas(64) float inv[16];
   if (16 % G == 0) {
