@@ -1,7 +1,9 @@
 #!/bin/bash
 # The benchmark matrix of issues 3 and 5 on TinyLlama-1.1B-shaped random
 # models (made with `brisk synth` / `brisk quantize`, kept in $MODELS):
-#   single-stream decode and prompt speed per weight type, and the aggregate
+#   single-stream prompt speed (pp512) and decode speed (after the 512-token
+#   prompt, and from an empty context as llama-bench's tg128) per weight
+#   type, and the aggregate
 #   decode curve over 1..16 parallel sequences for Q4_0 and Q8_0 weights with
 #   F16 and Q8_0 KV caches, all in one run per weight type (128-token prompt
 #   per sequence, 128 generated,
@@ -32,8 +34,11 @@ model() {  # model TYPE -> path, made on first use
 echo "load: $(uptime)" >&2
 if [ "$what" = single ] || [ "$what" = all ]; then
   for t in q4_0 q8_0 q4_k_m f16; do
-    # llama-bench style: pp512 and tg over the last 64 of 128 tokens.
+    # As llama-bench's pp512 and tg128: prompt speed over 512 tokens (and
+    # decode over the last 64 of 128 tokens after it), then decode of 128
+    # tokens from an empty context (a one-token prompt), as tg128 runs.
     "$B" bench -m "$(model $t)" --prompt-tokens 512 -n 128 --window 64 -r "$REPS" --json --no-history | tee -a "$OUT"
+    "$B" bench -m "$(model $t)" --prompt-tokens 1 -n 129 --window 128 -r "$REPS" --json --no-history | tee -a "$OUT"
   done
 fi
 if [ "$what" = curve ] || [ "$what" = all ]; then
