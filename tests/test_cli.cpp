@@ -144,21 +144,28 @@ TEST_CASE("cli: bench --interleave runs every parallel count with every cache ty
   CHECK(bad.err.find("as many as --cache-type-k") != std::string::npos);
 }
 
-TEST_CASE("cli: bench's bw use pairs each repetition with the bandwidth measured before it", "[cli]") {
+TEST_CASE("cli: bench's bw use pairs each repetition with the bandwidth measured around it", "[cli]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   Result r = run_cli("bench -m " + model + " --prompt-tokens 8 -n 16 --window 8 -r 3 --json --no-history --bandwidth-mib 8");
   INFO(r.err);
   REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
   std::vector<double> tg = j.at("gen_tokens_per_s_each"), bw = j.at("read_bandwidth_gbs_each");
+  const std::vector<double> before = j.at("read_bandwidth_gbs_before_each"),
+                            after = j.at("read_bandwidth_gbs_after_each");
   const std::vector<double> each = j.at("bandwidth_use_each");
   REQUIRE(tg.size() == 3);
   REQUIRE(bw.size() == 3);
+  REQUIRE(before.size() == 3);
+  REQUIRE(after.size() == 3);
   REQUIRE(each.size() == 3);
   const double bytes = j.at("model_bytes");
   std::vector<double> uses;
   for (int i = 0; i < 3; ++i) {
-    uses.push_back(tg[i] / (bw[i] * 1e9 / bytes));  // steps/s over the ceiling before repetition i
+    CHECK(before[i] > 0);
+    CHECK(after[i] > 0);
+    CHECK(bw[i] == Approx(0.5 * (before[i] + after[i])));
+    uses.push_back(tg[i] / (bw[i] * 1e9 / bytes));  // steps/s over the ceiling around repetition i
     CHECK(each[i] == Approx(uses[i]));
   }
   std::sort(uses.begin(), uses.end());

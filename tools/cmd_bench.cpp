@@ -233,8 +233,8 @@ int cmd_bench(int argc, char** argv) {
     ("interleave", "with several configurations (--parallel counts, cache types): run each one's repetition "
                    "together, the engines stepping in turns (8 steps each), each timed on its own clock, so that "
                    "changing machine load affects all alike (each one's peak RSS then includes every engine's cache)")
-    ("bandwidth-mib", "before every repetition, measure the memory read bandwidth over a buffer of this many MiB "
-                      "(the decode ceiling the 'bw use' column compares against; 0: skip)",
+    ("bandwidth-mib", "before and after every repetition, measure the memory read bandwidth over a buffer of this "
+                      "many MiB (their mean is the decode ceiling the 'bw use' column compares against; 0: skip)",
      cxxopts::value<int>()->default_value("512"))
     ("h,help", "show this help");
   // clang-format on
@@ -360,7 +360,9 @@ int cmd_bench(int argc, char** argv) {
     std::string desc;
     int threads = 0;
     std::vector<double> pp, tg, ttft;
-    std::vector<double> bw;  // read bandwidth (GB/s) measured before each repetition
+    // Read bandwidth (GB/s) measured just before and just after each
+    // repetition, and their mean: the ceiling that repetition ran against.
+    std::vector<double> bw_before, bw_after, bw;
     uint64_t peak_rss = 0;   // over this configuration's repetitions
   };
   std::vector<Config> configs;
@@ -393,18 +395,22 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "parallel %d: %s\n", c.parallel, desc);
     return true;
   };
-  // Before each repetition: the read bandwidth (same threads, same moment:
-  // the ceiling the repetition runs against) and the peak-RSS reset.
-  auto before_rep = [&](Config& c) -> bool {
-    if (bw_mib > 0) {
-      double gbs = 0;
-      if ((st = brisk_engine_read_bandwidth(c.engine, static_cast<uint64_t>(bw_mib) << 20, 5, &gbs, nullptr,
-                                            nullptr)) != BRISK_OK) {
-        rc = report("bench", st);
-        return false;
-      }
-      c.bw.push_back(gbs);
+  // The read bandwidth with the engine's threads (0 when not measured).
+  auto probe = [&](Config& c, double* gbs) -> bool {
+    *gbs = 0;
+    if (bw_mib > 0 && (st = brisk_engine_read_bandwidth(c.engine, static_cast<uint64_t>(bw_mib) << 20, 5, gbs,
+                                                        nullptr, nullptr)) != BRISK_OK) {
+      rc = report("bench", st);
+      return false;
     }
+    return true;
+  };
+  // Before each repetition: the read bandwidth (same threads, same moment)
+  // and the peak-RSS reset.
+  auto before_rep = [&](Config& c) -> bool {
+    double gbs;
+    if (!probe(c, &gbs)) return false;
+    if (bw_mib > 0) c.bw_before.push_back(gbs);
     reset_peak_rss();  // the bandwidth buffer (already released) is not the model's memory
     return true;
   };
@@ -418,14 +424,8 @@ int cmd_bench(int argc, char** argv) {
   auto run_rep = [&](std::vector<Config*> cs, int r) -> bool {
     std::fprintf(stderr, "\r  run %d/%d ...", r + 1, reps);
     std::fflush(stderr);
-    for (size_t i = 0; i < cs.size(); ++i) {
-      // One bandwidth measurement serves configurations that run together.
-      if (i == 0) {
-        if (!before_rep(*cs[0])) return false;
-      } else if (!cs[0]->bw.empty()) {
-        cs[i]->bw.push_back(cs[0]->bw.back());
-      }
-    }
+    // One bandwidth measurement serves configurations that run together.
+    if (!before_rep(*cs[0])) return false;
     std::vector<std::pair<brisk_engine*, int>> engines;
     for (Config* c : cs) engines.emplace_back(c->engine, c->parallel);
     std::vector<Run> runs;
@@ -433,7 +433,19 @@ int cmd_bench(int argc, char** argv) {
       rc = 1;
       return false;
     }
-    for (size_t i = 0; i < cs.size(); ++i) record(*cs[i], runs[i]);
+    // And after it: the host's bandwidth drifts within seconds on a shared
+    // machine, so the repetition is set against the mean of the two.
+    double after;
+    if (!probe(*cs[0], &after)) return false;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      record(*cs[i], runs[i]);
+      if (bw_mib > 0) {
+        const double before = cs[0]->bw_before.back();
+        if (i > 0) cs[i]->bw_before.push_back(before);
+        cs[i]->bw_after.push_back(after);
+        cs[i]->bw.push_back(0.5 * (before + after));
+      }
+    }
     return true;
   };
   // Prints, compares and records one finished configuration.
@@ -469,8 +481,9 @@ int cmd_bench(int argc, char** argv) {
     // Decoding streams every weight once per step: at the measured read
     // bandwidth, model_bytes allow at most `ceiling` steps per second, and a
     // step yields `parallel` tokens. bw use = steps per second / ceiling,
-    // each repetition against the bandwidth measured just before it (the
-    // host's bandwidth drifts between repetitions), then the median.
+    // each repetition against the mean of the bandwidths measured just
+    // before and just after it (the host's bandwidth drifts between
+    // repetitions), then the median.
     double bw_use = 0;
     if (!c.bw.empty() && model_bytes > 0) {
       const double ceiling = median(c.bw) * 1e9 / static_cast<double>(model_bytes);
@@ -484,6 +497,8 @@ int cmd_bench(int argc, char** argv) {
       j["decode_ceiling_steps_per_s"] = ceiling;
       j["bandwidth_use"] = bw_use;
       j["read_bandwidth_gbs_each"] = c.bw;  // per repetition, as gen_tokens_per_s_each
+      j["read_bandwidth_gbs_before_each"] = c.bw_before;
+      j["read_bandwidth_gbs_after_each"] = c.bw_after;
       j["bandwidth_use_each"] = uses;
     }
     if (json) {
@@ -500,7 +515,8 @@ int cmd_bench(int argc, char** argv) {
                   kv.c_str(), threads, parallel, prompt.size(), median(pp), range, use, median(ttft),
                   c.peak_rss / 1048576.0);
       if (!c.bw.empty())
-        std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f, %zu measurements of %d MiB); "
+        std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f over %zu repetitions, each "
+                             "the mean of reads of %d MiB before and after it); "
                              "%.0f MB of weights -> at most %.1f decode steps/s\n",
                      parallel, median(c.bw), *std::min_element(c.bw.begin(), c.bw.end()),
                      *std::max_element(c.bw.begin(), c.bw.end()), c.bw.size(), bw_mib, model_bytes / 1e6,
