@@ -66,10 +66,11 @@ TEST_CASE("fused attention matches the reference on every ISA", "[vec][attend]")
       continue;
     }
     for (int hd : {64, 128, 32}) {
-      // 1, 2, 4, 8, 16 divide a vector (flat softmax), 3, 5, 6, 7 and 9 do
-      // not; the scores take heads 8 at a time, every remainder 1..7 a loop
-      // of its own (Qwen2.5 models have groups of 6 and 7).
-      for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
+      // 1, 2, 4, 8, 16 divide a vector; 3, 5, 6, 7 and 9 have their scores
+      // padded to 4, 8 or 16 (Qwen2.5 models have groups of 6 and 7); above
+      // 16 nothing is padded and the last 8 heads' stores are masked. The
+      // scores take heads 8 at a time, every remainder 1..7 a loop of its own.
+      for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 20}) {
         for (int n_pos : {1, 2, 3, 17, 300}) {
           for (TensorType kt : {TensorType::F16, TensorType::F32, TensorType::Q8_0, TensorType::Q4_0}) {
             const TensorType vt = kt == TensorType::F32 ? TensorType::F16 : kt;
@@ -83,7 +84,11 @@ TEST_CASE("fused attention matches the reference on every ISA", "[vec][attend]")
               for (float& x : tmp) x = nd(rng);
               quant::quantize_row(vt, tmp.data(), vc.data() + p * vstride, 2 * hd);
             }
-            std::vector<float> q(group * hd), s1(group * n_pos), s2(group * n_pos), row(hd), o1(group * hd, 9),
+            // The fused kernel's scratch as sized for it, then guard values
+            // that it must leave alone.
+            const size_t n_scores = attend_scores_floats(group, n_pos);
+            std::vector<float> q(group * hd), s1(n_scores + 16, 12345.0f), s2(group * n_pos), row(hd),
+                o1(group * hd, 9),
                 o2(group * hd, 7), vrows(n_pos * hd);
             for (float& x : q) x = nd(rng);
             // With and without the value-row scratch, alternating.
@@ -101,6 +106,7 @@ TEST_CASE("fused attention matches the reference on every ISA", "[vec][attend]")
             attend_reference(ref, b);
             INFO(isa_name(isa) << " hd=" << hd << " group=" << group << " n_pos=" << n_pos << " k=" << type_name(kt));
             for (int i = 0; i < group * hd; ++i) REQUIRE(o1[i] == Approx(o2[i]).epsilon(1e-4).margin(1e-5));
+            for (size_t i = n_scores; i < s1.size(); ++i) REQUIRE(s1[i] == 12345.0f);
           }
         }
       }

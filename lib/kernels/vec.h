@@ -38,7 +38,7 @@ struct VecKernels {
 // positions [0, n_pos):
 //   out[h] = sum_p softmax_p(scale * q[h] . K[p]) V[p]
 // K[p] is head_dim values of k_type at k + p * k_stride (V likewise).
-// scores: scratch of group * n_pos floats.
+// scores: scratch of attend_scores_floats(group, n_pos) floats.
 struct AttendArgs {
   const float* q;  // group heads, head_dim apart
   int group, head_dim, n_pos;
@@ -54,6 +54,15 @@ struct AttendArgs {
   float* v_rows;  // scratch of n_pos * head_dim floats, or nullptr
   float* out;  // group heads, head_dim apart
 };
+
+// Floats AttendArgs::scores must hold: more than group * n_pos, as a fused
+// kernel pads each position's scores to the next divisor of 16 (groups 3,
+// 5-7, 9-15), so that its softmax walks whole vectors, and stores 8 lanes
+// at a time (8 floats of slack after the last position).
+size_t attend_scores_floats(int group, int n_pos);
+// The per-position stride of those padded scores: the smallest of 1, 2, 4,
+// 8, 16 that is at least `group`, or `group` itself above 16.
+int attend_scores_stride(int group);
 
 // The definition: rows converted with vk.to_f32, vk.dot, a softmax per head,
 // vk.axpy. Every fused version is tested against it.

@@ -40,7 +40,7 @@ void Forward::attend(int l, const Batch& b, const KVCache& cache, ThreadPool& po
     a.v = cache.v_row(l, slot, g, 0);
     a.v_stride = cache.v_head_row_bytes();
     a.v_type = cache.v_type();
-    a.scores = &scores_[static_cast<size_t>(thread) * group * n_ctx_];
+    a.scores = &scores_[static_cast<size_t>(thread) * kernels::attend_scores_floats(group, n_ctx_)];
     a.row = &row_buf_[static_cast<size_t>(thread) * hd];
     a.v_rows = &v_rows_[static_cast<size_t>(thread) * n_ctx_ * hd];
     a.out = &att_[static_cast<size_t>(t) * c.q_dim() + static_cast<size_t>(g) * group * hd];

@@ -25,7 +25,7 @@ Forward::Forward(const ModelConfig& c, const Weights& w, int max_tokens, int n_c
   gate_.resize(T * c.n_ff);
   up_.resize(T * c.n_ff);
   rope_cs_.resize(T * c.rope_dim);
-  scores_.resize(static_cast<size_t>(n_threads) * (c.n_head / c.n_head_kv) * n_ctx);
+  scores_.resize(static_cast<size_t>(n_threads) * kernels::attend_scores_floats(c.n_head / c.n_head_kv, n_ctx));
   row_buf_.resize(static_cast<size_t>(n_threads) * c.head_dim);
   v_rows_.resize(static_cast<size_t>(n_threads) * n_ctx * c.head_dim);
   logits_.resize(T * c.n_vocab);

@@ -120,8 +120,8 @@ inline void softmax_flat(float* scores, int n_pos, int G, float* inv) {
 }
 
 // The scores of query heads [h0, h0 + NH) (NH <= 8) against key rows
-// [0, n_pos), to out[p * G + j], prefetching the key and value rows kAhead
-// on when asked. A function of its own, with restrict parameters (GCC
+// [0, n_pos), to out[p * S + j], prefetching the key and value rows kAhead
+// on when asked (v_bytes: one value row). A function of its own, with restrict parameters (GCC
 // honours restrict reliably on parameters only) and a constant head count:
 // then the compiler keeps most of the queries in registers across the loop
 // and runs it without branches. Written inline over AttendArgs, the queries
@@ -130,16 +130,17 @@ inline void softmax_flat(float* scores, int n_pos, int G, float* inv) {
 // 600 cached positions in L2: 44 -> 22 cycles per position; the whole
 // attention 51 -> 33 us for 4 KV heads, head_dim 128: 133 -> 81 us; in
 // TinyLlama decode at 550 positions 814 -> 596 us per token.
-template <TensorType KT, TensorType VT, int NV, int NH, bool kPrefetch>
+template <TensorType KT, int NV, int NH, bool kPrefetch, bool kMasked>
 __attribute__((noinline)) void score_heads(const float* __restrict q, const uint8_t* k, size_t k_stride,
-                                           const uint8_t* v, size_t v_stride, int n_pos, size_t G, float scale_f,
-                                           float* __restrict out) {
+                                           const uint8_t* v, size_t v_stride, int v_bytes, int n_pos, size_t S,
+                                           float scale_f, float* __restrict out) {
   constexpr int hd = 16 * NV;
   const __m256 scale = _mm256_set1_ps(scale_f);
   for (int p = 0; p < n_pos; ++p) {
     if constexpr (kPrefetch) {
       prefetch_row<KT, NV>(k + static_cast<size_t>(p + kAhead) * k_stride);
-      prefetch_row<VT, NV>(v + static_cast<size_t>(p + kAhead) * v_stride);
+      const char* vr = reinterpret_cast<const char*>(v + static_cast<size_t>(p + kAhead) * v_stride);
+      for (int o = 0; o < v_bytes; o += 64) _mm_prefetch(vr + o, _MM_HINT_T0);
     }
     __m512 kr[NV];
     load_row<KT, NV>(k + static_cast<size_t>(p) * k_stride, kr);
@@ -148,35 +149,43 @@ __attribute__((noinline)) void score_heads(const float* __restrict q, const uint
     for (int i = 0; i < NV; ++i)
       for (int j = 0; j < NH; ++j) acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + j * hd + 16 * i), kr[i], acc[j]);
     const __m256 s = _mm256_mul_ps(reduce8(acc), scale);
-    if constexpr (NH == 8) {
-      _mm256_storeu_ps(out + static_cast<size_t>(p) * G, s);
+    if constexpr (kMasked) {
+      _mm256_mask_storeu_ps(out + static_cast<size_t>(p) * S, static_cast<__mmask8>((1u << NH) - 1), s);
     } else {
-      _mm256_mask_storeu_ps(out + static_cast<size_t>(p) * G, static_cast<__mmask8>((1u << NH) - 1), s);
+      // All 8 lanes: past NH they are zeros, the padding of this position's
+      // scores and then the start of the next position's, which its own
+      // store overwrites (the scratch has 8 floats of slack for the last).
+      _mm256_storeu_ps(out + static_cast<size_t>(p) * S, s);
     }
   }
 }
 
 template <TensorType KT, TensorType VT, int NV, int NH>
-void score_chunk(const AttendArgs& a, int h0) {
-  // The first pass over the keys prefetches for all.
-  auto run = h0 == 0 ? score_heads<KT, VT, NV, NH, true> : score_heads<KT, VT, NV, NH, false>;
-  run(a.q + h0 * 16 * NV, a.k, a.k_stride, a.v, a.v_stride, a.n_pos, static_cast<size_t>(a.group), a.scale,
-      a.scores + h0);
+void score_chunk(const AttendArgs& a, int h0, int S) {
+  const bool pf = h0 == 0;  // the first pass over the keys prefetches for all
+  // Masked only where the next lanes hold scores already made: the last,
+  // partial chunk of more than 16 heads (S == G).
+  const bool masked = NH < 8 && S > 16;
+  auto run = pf ? (masked ? score_heads<KT, NV, NH, true, true> : score_heads<KT, NV, NH, true, false>)
+                : (masked ? score_heads<KT, NV, NH, false, true> : score_heads<KT, NV, NH, false, false>);
+  run(a.q + h0 * 16 * NV, a.k, a.k_stride, a.v, a.v_stride, row_bytes_of<VT, NV>(), a.n_pos,
+      static_cast<size_t>(S), a.scale, a.scores + h0);
 }
 
-// scores[p * G + h] for every position and head, 8 heads at a time.
+// scores[p * S + h] for every position and head (zeros in the padding up to
+// the stride S), 8 heads at a time.
 template <TensorType KT, TensorType VT, int NV>
-void scores(const AttendArgs& a) {
+void scores(const AttendArgs& a, int S) {
   for (int h0 = 0; h0 < a.group; h0 += 8) {
     switch (a.group - h0 < 8 ? a.group - h0 : 8) {
-      case 1: score_chunk<KT, VT, NV, 1>(a, h0); break;
-      case 2: score_chunk<KT, VT, NV, 2>(a, h0); break;
-      case 3: score_chunk<KT, VT, NV, 3>(a, h0); break;
-      case 4: score_chunk<KT, VT, NV, 4>(a, h0); break;
-      case 5: score_chunk<KT, VT, NV, 5>(a, h0); break;
-      case 6: score_chunk<KT, VT, NV, 6>(a, h0); break;
-      case 7: score_chunk<KT, VT, NV, 7>(a, h0); break;
-      default: score_chunk<KT, VT, NV, 8>(a, h0); break;
+      case 1: score_chunk<KT, VT, NV, 1>(a, h0, S); break;
+      case 2: score_chunk<KT, VT, NV, 2>(a, h0, S); break;
+      case 3: score_chunk<KT, VT, NV, 3>(a, h0, S); break;
+      case 4: score_chunk<KT, VT, NV, 4>(a, h0, S); break;
+      case 5: score_chunk<KT, VT, NV, 5>(a, h0, S); break;
+      case 6: score_chunk<KT, VT, NV, 6>(a, h0, S); break;
+      case 7: score_chunk<KT, VT, NV, 7>(a, h0, S); break;
+      default: score_chunk<KT, VT, NV, 8>(a, h0, S); break;
     }
   }
 }
@@ -185,31 +194,24 @@ template <TensorType KT, TensorType VT, int NV>
 void attend_impl(const AttendArgs& a) {
   constexpr int hd = 16 * NV;
   const int G = a.group;
-  // Scores position-major: scores[p * G + h].
+  // Scores position-major: scores[p * S + h], the stride S padded up to a
+  // divisor of 16 (kernels/vec.h, attend_scores_stride) so that the softmax
+  // walks them as whole vectors. Unpadded, groups that do not divide 16 read
+  // each position's scores with masked loads right after the previous
+  // position's store to the same 64 bytes, which stalled on store
+  // forwarding (4 KV heads, 600 positions: groups of 7 82 -> 32 us, 6: 79 ->
+  // 30, 3: 62 -> 15, 12: 97 -> 53; head_dim 128, 7: 142 -> 77).
+  const int S = attend_scores_stride(G);
   for (int p = 0; p < kAhead && p < a.n_pos; ++p) {
     prefetch_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride);
     prefetch_row<VT, NV>(a.v + static_cast<size_t>(p) * a.v_stride);
   }
-  scores<KT, VT, NV>(a);
+  scores<KT, VT, NV>(a, S);
   // Softmax per head; the 1/sum is applied to the outputs.
   alignas(64) float inv[16];
-  if (16 % G == 0) {
-    softmax_flat(a.scores, a.n_pos, G, inv);
-  } else if (G <= 16) {
-    // Up to 16 heads side by side (lane h = head h, one masked vector per
-    // position).
-    const __mmask16 m = lane_mask(G);
-    __m512 mx = _mm512_maskz_loadu_ps(m, a.scores);
-    for (int p = 1; p < a.n_pos; ++p) mx = _mm512_max_ps(mx, _mm512_maskz_loadu_ps(m, a.scores + static_cast<size_t>(p) * G));
-    __m512 sum = _mm512_setzero_ps();
-    for (int p = 0; p < a.n_pos; ++p) {
-      float* s = a.scores + static_cast<size_t>(p) * G;
-      const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s), mx));
-      _mm512_mask_storeu_ps(s, m, e);
-      sum = _mm512_add_ps(sum, e);
-    }
-    _mm512_store_ps(inv, _mm512_maskz_div_ps(m, _mm512_set1_ps(1.0f), sum));
-  } else {
+  if (16 % S == 0) {
+    softmax_flat(a.scores, a.n_pos, S, inv);
+  } else {  // more than 16 heads: S == G, one head at a time
     for (int h = 0; h < G; ++h) {
       float mx = a.scores[h];
       for (int p = 1; p < a.n_pos; ++p) {
@@ -246,7 +248,7 @@ void attend_impl(const AttendArgs& a) {
         if (stage)
           for (int i = 0; i < NV; ++i) _mm512_storeu_ps(staged + 16 * i, v[i]);
       }
-      const float* w = a.scores + static_cast<size_t>(p) * G + h0;
+      const float* w = a.scores + static_cast<size_t>(p) * S + h0;
       for (int j = 0; j < HB; ++j) {
         if (j >= nh) break;
         const __m512 wj = _mm512_set1_ps(w[j]);

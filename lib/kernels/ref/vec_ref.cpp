@@ -59,6 +59,17 @@ void attend_reference(const VecKernels& vk, const AttendArgs& a) {
   }
 }
 
+int attend_scores_stride(int group) {
+  if (group > 16) return group;
+  int s = 1;
+  while (s < group) s *= 2;
+  return s;
+}
+
+size_t attend_scores_floats(int group, int n_pos) {
+  return static_cast<size_t>(attend_scores_stride(group)) * static_cast<size_t>(n_pos) + 8;
+}
+
 void attend(const VecKernels& vk, const AttendArgs& a) {
   if (vk.attend && vk.attend(a)) return;
   attend_reference(vk, a);
