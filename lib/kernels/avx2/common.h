@@ -22,7 +22,13 @@
 
 #include "kernels/matmul.h"
 
+namespace brisk::kernels {
+struct AttendArgs;
+}
+
 namespace brisk::kernels::avx2 {
+
+bool attend(const AttendArgs& a);  // attend.cpp (kernels/vec.h)
 
 // Per type family (matmul_float.cpp, matmul_q.cpp, matmul_k.cpp).
 void quantize_f32(const float* x, void* out, int64_t k);

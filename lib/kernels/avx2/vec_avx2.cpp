@@ -105,7 +105,7 @@ uint64_t read_sum(const void* p, size_t bytes) {
   return lanes[0] + lanes[1] + lanes[2] + lanes[3] + ref_vec_kernels()->read_sum(b + 2 * half, bytes - 2 * half);
 }
 
-const VecKernels kTable{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32, read_sum};
+const VecKernels kTable{to_f32, dot, axpy, avx2::attend, ops::swiglu, from_f32, read_sum};
 
 }  // namespace
 
