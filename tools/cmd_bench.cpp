@@ -433,12 +433,12 @@ int cmd_bench(int argc, char** argv) {
       rc = 1;
       return false;
     }
+    for (size_t i = 0; i < cs.size(); ++i) record(*cs[i], runs[i]);  // peak RSS before the next probe's buffer
     // And after it: the host's bandwidth drifts within seconds on a shared
     // machine, so the repetition is set against the mean of the two.
     double after;
     if (!probe(*cs[0], &after)) return false;
     for (size_t i = 0; i < cs.size(); ++i) {
-      record(*cs[i], runs[i]);
       if (bw_mib > 0) {
         const double before = cs[0]->bw_before.back();
         if (i > 0) cs[i]->bw_before.push_back(before);

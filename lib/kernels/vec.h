@@ -30,8 +30,9 @@ struct VecKernels {
   // The sum (mod 2^64) of the 64-bit little-endian words of p[0, bytes),
   // a last partial word zero-extended: a pure streaming read for measuring
   // memory bandwidth (brisk bench's decode ceiling) that no compiler can
-  // drop. Any alignment.
-  uint64_t (*read_sum)(const void* p, size_t bytes);
+  // drop. Any alignment. The SIMD versions read the bytes as `streams`
+  // (2 or 4) equal parts side by side; the reference ignores it.
+  uint64_t (*read_sum)(const void* p, size_t bytes, int streams);
 };
 
 // Attention of the `group` query heads that share one KV head, over cache

@@ -95,14 +95,37 @@ void from_f32(TensorType type, const float* src, void* dst, int n) {
   for (; i < n; ++i) h[i] = avx512::f2h(src[i]);
 }
 
-// Four independent 64-byte streams of adds, so the loop is bound by loads
-// alone; the tail (under 256 bytes) goes to the reference.
-uint64_t read_sum(const void* p, size_t bytes) {
-  const auto* b = static_cast<const uint8_t*>(p);
+// Four quarters side by side, 128 bytes of each in turn.
+uint64_t read_sum4(const uint8_t* b, size_t bytes) {
   __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-  // The two halves side by side, as the packed kernels read two row groups:
-  // two streams per thread read 7-9% faster than one on the Zen 5 host this
-  // was tuned on, and a ceiling must be the best read, not the simplest.
+  const size_t quarter = bytes / 512 * 128;
+  const uint8_t *b1 = b + quarter, *b2 = b + 2 * quarter, *b3 = b + 3 * quarter;
+  for (size_t i = 0; i < quarter; i += 128) {
+    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(b + i));
+    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(b1 + i));
+    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(b2 + i));
+    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(b3 + i));
+    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(b + i + 64));
+    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(b1 + i + 64));
+    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(b2 + i + 64));
+    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(b3 + i + 64));
+  }
+  const uint64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+  return s + ref_vec_kernels()->read_sum(b + 4 * quarter, bytes - 4 * quarter, 1);
+}
+
+// Loads alone in the loop, four independent chains of adds; the tail goes
+// to the reference. Two streams: the two halves side by side, as the packed
+// kernels read two runs (7-9% faster than one stream on the Zen 5 host this
+// was tuned on). Four streams: read_sum4, which on that shared host read
+// 8-11% faster than two at some moments and 3-5% slower at others (both
+// threads, medians of 21-31 passes interleaved in one process), so the
+// bandwidth probe takes the better of the two: a ceiling must be the best
+// read, not the simplest.
+uint64_t read_sum(const void* p, size_t bytes, int streams) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (streams == 4) return read_sum4(b, bytes);
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
   const size_t half = bytes / 512 * 256;
   const uint8_t* c = b + half;
   for (size_t i = 0; i < half; i += 256) {
@@ -116,7 +139,7 @@ uint64_t read_sum(const void* p, size_t bytes) {
     s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(c + i + 192));
   }
   const uint64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
-  return s + ref_vec_kernels()->read_sum(b + 2 * half, bytes - 2 * half);
+  return s + ref_vec_kernels()->read_sum(b + 2 * half, bytes - 2 * half, 1);
 }
 
 const VecKernels kTable{to_f32, dot, axpy, avx512::attend, swiglu, from_f32, read_sum};
