@@ -7,8 +7,13 @@
 //   brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1]
 //     every weight matrix of the file in order (one forward pass's matmuls),
 //     read from the mapping or from an anonymous huge-page copy (copy=1).
+//   brisk_kernel_bench --attend [positions=600] [head_dim=64] [group=8] [kv_heads=4] [reps=400]
+//     the fused attention (kernels/vec.h, attend) of kv_heads KV heads with
+//     `group` query heads each over an F16 cache in L2, one thread; the
+//     median time of one step's kv_heads calls (BRISK_ISA picks the ISA).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -24,6 +29,7 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
+#include "kernels/vec.h"
 #include "quant/quant.h"
 
 using namespace brisk;
@@ -97,8 +103,68 @@ static int model_mode(int argc, char** argv) {
   return 0;
 }
 
+static int attend_mode(int argc, char** argv) {
+  const int n_pos = argc > 2 ? std::atoi(argv[2]) : 600;
+  const int hd = argc > 3 ? std::atoi(argv[3]) : 64;
+  const int group = argc > 4 ? std::atoi(argv[4]) : 8;
+  const int kv_heads = argc > 5 ? std::atoi(argv[5]) : 4;
+  const int reps = argc > 6 ? std::atoi(argv[6]) : 400;
+  if (n_pos < 1 || hd < 1 || group < 1 || kv_heads < 1 || reps < 1) {
+    std::fprintf(stderr, "brisk_kernel_bench --attend: every argument must be positive\n");
+    return 1;
+  }
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const size_t row = row_bytes(TensorType::F16, hd);
+  std::vector<uint8_t> k(row * n_pos * kv_heads), v(row * n_pos * kv_heads);
+  std::vector<float> tmp(hd);
+  for (size_t r = 0; r < static_cast<size_t>(n_pos) * kv_heads; ++r) {
+    for (auto& x : tmp) x = nd(rng);
+    quant::quantize_row(TensorType::F16, tmp.data(), k.data() + r * row, hd);
+    for (auto& x : tmp) x = nd(rng);
+    quant::quantize_row(TensorType::F16, tmp.data(), v.data() + r * row, hd);
+  }
+  std::vector<float> q(static_cast<size_t>(group) * kv_heads * hd), out(q.size());
+  for (auto& x : q) x = nd(rng);
+  std::vector<float> scores(kernels::attend_scores_floats(group, n_pos)), rowbuf(hd),
+      vrows(static_cast<size_t>(n_pos) * hd);
+  const kernels::VecKernels& vk = kernels::vec_kernels();
+  std::vector<double> us;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int h = 0; h < kv_heads; ++h) {
+      kernels::AttendArgs a{q.data() + static_cast<size_t>(h) * group * hd,
+                            group,
+                            hd,
+                            n_pos,
+                            1.0f / std::sqrt(static_cast<float>(hd)),
+                            k.data() + static_cast<size_t>(h) * n_pos * row,
+                            row,
+                            TensorType::F16,
+                            v.data() + static_cast<size_t>(h) * n_pos * row,
+                            row,
+                            TensorType::F16,
+                            scores.data(),
+                            rowbuf.data(),
+                            vrows.data(),
+                            out.data() + static_cast<size_t>(h) * group * hd};
+      kernels::attend(vk, a);
+    }
+    us.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  double check = 0;
+  for (float x : out) check += x;
+  std::printf("attend isa=%s positions=%d head_dim=%d group=%d kv_heads=%d: %.1f us per step (median of %d), "
+              "%.2f ns per position and KV head (checksum %.4g)\n",
+              kernels::isa_name(kernels::active_isa()), n_pos, hd, group, kv_heads, us[us.size() / 2], reps,
+              us[us.size() / 2] * 1e3 / n_pos / kv_heads, check);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "--model") return model_mode(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--attend") return attend_mode(argc, argv);
   const std::string type_name = argc > 1 ? argv[1] : "q4_0";
   const int64_t k = argc > 2 ? std::atoll(argv[2]) : 2048;
   const int rows = argc > 3 ? std::atoi(argv[3]) : 5632;

@@ -2,10 +2,11 @@
 // (kernels/vec.h, AttendArgs): the AVX-512 version's plan (avx512/attend.cpp)
 // in 8-lane vectors, for machines without AVX-512. The reference it replaces
 // converts every cache row through memory, takes one horizontal sum per head
-// and position and a scalar softmax: 7x the AVX-512 time. This runs in 2.2-
-// 2.7x less time than the reference (one thread, 4 KV heads, 600 cached
-// positions in L2: groups of 8, head_dim 64: 243 -> 89 us; 7: 201 -> 85;
-// head_dim 128, 4: 182 -> 93; 2000 positions, 8: 770 -> 306).
+// and position and a scalar softmax: 7x the AVX-512 time. This runs in 2.3-
+// 2.9x less time than the reference (BRISK_ISA=avx2 brisk_kernel_bench
+// --attend: one thread, 4 KV heads, 600 cached positions in L2: groups of
+// 8, head_dim 64: 237 -> 83 us; 7: 212 -> 79; head_dim 128, 4: 205 -> 87;
+// 2000 positions, 8: 809 -> 287).
 //
 //  - scores: per position the key row is converted 8 values at a time and
 //    each slice feeds the dot products of up to 8 heads; one reduction tree
