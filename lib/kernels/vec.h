@@ -65,6 +65,10 @@ size_t attend_scores_floats(int group, int n_pos);
 // 8, 16 that is at least `group`, or `group` itself above 16.
 int attend_scores_stride(int group);
 
+// For fused kernels: softmax in place over positions of each of `group`
+// heads of position-major scores (scores[p * group + h]), normalised.
+void softmax_heads(float* scores, int n_pos, int group);
+
 // The definition: rows converted with vk.to_f32, vk.dot, a softmax per head,
 // vk.axpy. Every fused version is tested against it.
 void attend_reference(const VecKernels& vk, const AttendArgs& a);

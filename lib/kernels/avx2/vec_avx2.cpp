@@ -82,46 +82,27 @@ void from_f32(TensorType type, const float* src, void* dst, int n) {
   for (; i < n; ++i) h[i] = avx2::f2h(src[i]);
 }
 
-// Four quarters side by side, 64 bytes of each in turn.
-uint64_t read_sum4(const uint8_t* b, size_t bytes) {
-  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-  const size_t quarter = bytes / 256 * 64;
-  const uint8_t *b1 = b + quarter, *b2 = b + 2 * quarter, *b3 = b + 3 * quarter;
-  auto load = [](const uint8_t* q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)); };
-  for (size_t i = 0; i < quarter; i += 64) {
-    s0 = _mm256_add_epi64(s0, _mm256_add_epi64(load(b + i), load(b + i + 32)));
-    s1 = _mm256_add_epi64(s1, _mm256_add_epi64(load(b1 + i), load(b1 + i + 32)));
-    s2 = _mm256_add_epi64(s2, _mm256_add_epi64(load(b2 + i), load(b2 + i + 32)));
-    s3 = _mm256_add_epi64(s3, _mm256_add_epi64(load(b3 + i), load(b3 + i + 32)));
-  }
+// The bytes as N equal parts read side by side, U 32-byte loads of each in
+// turn, into four independent chains of adds; the tail goes to the
+// reference. Two streams as the packed kernels read two runs, or four (see
+// avx512/vec_avx512.cpp, read_sum).
+template <int N, int U>
+uint64_t read_streams(const uint8_t* b, size_t bytes) {
+  __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  const size_t part = bytes / (N * 32 * U) * (32 * U);
+  for (size_t i = 0; i < part; i += 32 * U)
+    for (int u = 0; u < U; ++u)
+      for (int n = 0; n < N; ++n)
+        s[(u * N + n) % 4] = _mm256_add_epi64(
+            s[(u * N + n) % 4], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + n * part + i + 32 * u)));
   alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3)));
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + ref_vec_kernels()->read_sum(b + 4 * quarter, bytes - 4 * quarter, 1);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3])));
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + ref_vec_kernels()->read_sum(b + N * part, bytes - N * part, 1);
 }
 
-// Two streams: the two halves side by side (as the packed kernels read two
-// runs), four independent chains of adds; four streams: read_sum4. The tail
-// goes to the reference.
 uint64_t read_sum(const void* p, size_t bytes, int streams) {
   const auto* b = static_cast<const uint8_t*>(p);
-  if (streams == 4) return read_sum4(b, bytes);
-  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-  const size_t half = bytes / 256 * 128;
-  const uint8_t* c = b + half;
-  auto load = [](const uint8_t* q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)); };
-  for (size_t i = 0; i < half; i += 128) {
-    s0 = _mm256_add_epi64(s0, load(b + i));
-    s1 = _mm256_add_epi64(s1, load(c + i));
-    s2 = _mm256_add_epi64(s2, load(b + i + 32));
-    s3 = _mm256_add_epi64(s3, load(c + i + 32));
-    s0 = _mm256_add_epi64(s0, load(b + i + 64));
-    s1 = _mm256_add_epi64(s1, load(c + i + 64));
-    s2 = _mm256_add_epi64(s2, load(b + i + 96));
-    s3 = _mm256_add_epi64(s3, load(c + i + 96));
-  }
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3)));
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + ref_vec_kernels()->read_sum(b + 2 * half, bytes - 2 * half, 1);
+  return streams == 4 ? read_streams<4, 2>(b, bytes) : read_streams<2, 4>(b, bytes);
 }
 
 const VecKernels kTable{to_f32, dot, axpy, avx2::attend, ops::swiglu, from_f32, read_sum};

@@ -213,21 +213,7 @@ void attend_impl(const AttendArgs& a) {
   if (16 % S == 0) {
     softmax_flat(a.scores, a.n_pos, S, inv);
   } else {  // more than 16 heads: S == G, one head at a time
-    for (int h = 0; h < G; ++h) {
-      float mx = a.scores[h];
-      for (int p = 1; p < a.n_pos; ++p) {
-        const float v = a.scores[static_cast<size_t>(p) * G + h];
-        mx = v > mx ? v : mx;
-      }
-      float sum = 0;
-      for (int p = 0; p < a.n_pos; ++p) {
-        float& s = a.scores[static_cast<size_t>(p) * G + h];
-        s = expf(s - mx);  // the C function: no inline std:: code in ISA files
-        sum += s;
-      }
-      const float r = 1.0f / sum;
-      for (int p = 0; p < a.n_pos; ++p) a.scores[static_cast<size_t>(p) * G + h] *= r;
-    }
+    softmax_heads(a.scores, a.n_pos, G);
   }
   // Values, a few heads at a time so their accumulators fit in registers.
   constexpr int HB = NV >= 16 ? 1 : 16 / NV;

@@ -95,51 +95,30 @@ void from_f32(TensorType type, const float* src, void* dst, int n) {
   for (; i < n; ++i) h[i] = avx512::f2h(src[i]);
 }
 
-// Four quarters side by side, 128 bytes of each in turn.
-uint64_t read_sum4(const uint8_t* b, size_t bytes) {
-  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-  const size_t quarter = bytes / 512 * 128;
-  const uint8_t *b1 = b + quarter, *b2 = b + 2 * quarter, *b3 = b + 3 * quarter;
-  for (size_t i = 0; i < quarter; i += 128) {
-    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(b + i));
-    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(b1 + i));
-    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(b2 + i));
-    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(b3 + i));
-    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(b + i + 64));
-    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(b1 + i + 64));
-    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(b2 + i + 64));
-    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(b3 + i + 64));
-  }
-  const uint64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
-  return s + ref_vec_kernels()->read_sum(b + 4 * quarter, bytes - 4 * quarter, 1);
+// The bytes as N equal parts read side by side, U 64-byte loads of each in
+// turn, into four independent chains of adds (loads alone in the loop); the
+// tail goes to the reference.
+template <int N, int U>
+uint64_t read_streams(const uint8_t* b, size_t bytes) {
+  __m512i s[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+  const size_t part = bytes / (N * 64 * U) * (64 * U);
+  for (size_t i = 0; i < part; i += 64 * U)
+    for (int u = 0; u < U; ++u)
+      for (int n = 0; n < N; ++n)
+        s[(u * N + n) % 4] = _mm512_add_epi64(s[(u * N + n) % 4], _mm512_loadu_si512(b + n * part + i + 64 * u));
+  const uint64_t sum = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s[0], s[1]), _mm512_add_epi64(s[2], s[3])));
+  return sum + ref_vec_kernels()->read_sum(b + N * part, bytes - N * part, 1);
 }
 
-// Loads alone in the loop, four independent chains of adds; the tail goes
-// to the reference. Two streams: the two halves side by side, as the packed
-// kernels read two runs (7-9% faster than one stream on the Zen 5 host this
-// was tuned on). Four streams: read_sum4, which on that shared host read
-// 8-11% faster than two at some moments and 3-5% slower at others (both
-// threads, medians of 21-31 passes interleaved in one process), so the
-// bandwidth probe takes the better of the two: a ceiling must be the best
-// read, not the simplest.
+// Two streams: the two halves side by side, as the packed kernels read two
+// runs (7-9% faster than one stream on the Zen 5 host this was tuned on).
+// Four streams, 128 bytes of each in turn: on that shared host 8-11% faster
+// than two at some moments and 3-5% slower at others (both threads, medians
+// of 21-31 passes interleaved in one process), so the bandwidth probe takes
+// the better of the two: a ceiling must be the best read, not the simplest.
 uint64_t read_sum(const void* p, size_t bytes, int streams) {
   const auto* b = static_cast<const uint8_t*>(p);
-  if (streams == 4) return read_sum4(b, bytes);
-  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-  const size_t half = bytes / 512 * 256;
-  const uint8_t* c = b + half;
-  for (size_t i = 0; i < half; i += 256) {
-    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(b + i));
-    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(c + i));
-    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(b + i + 64));
-    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(c + i + 64));
-    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(b + i + 128));
-    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(c + i + 128));
-    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(b + i + 192));
-    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(c + i + 192));
-  }
-  const uint64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
-  return s + ref_vec_kernels()->read_sum(b + 2 * half, bytes - 2 * half, 1);
+  return streams == 4 ? read_streams<4, 2>(b, bytes) : read_streams<2, 4>(b, bytes);
 }
 
 const VecKernels kTable{to_f32, dot, axpy, avx512::attend, swiglu, from_f32, read_sum};

@@ -1,5 +1,7 @@
 #include "kernels/vec.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/ops.h"
@@ -56,6 +58,21 @@ void attend_reference(const VecKernels& vk, const AttendArgs& a) {
   for (int p = 0; p < a.n_pos; ++p) {
     vk.to_f32(a.v_type, a.v + static_cast<size_t>(p) * a.v_stride, a.row, hd);
     for (int h = 0; h < a.group; ++h) vk.axpy(a.out + h * hd, a.scores[h * a.n_pos + p], a.row, hd);
+  }
+}
+
+void softmax_heads(float* scores, int n_pos, int group) {
+  for (int h = 0; h < group; ++h) {
+    float mx = scores[h];
+    for (int p = 1; p < n_pos; ++p) mx = std::max(mx, scores[static_cast<size_t>(p) * group + h]);
+    float sum = 0;
+    for (int p = 0; p < n_pos; ++p) {
+      float& s = scores[static_cast<size_t>(p) * group + h];
+      s = std::exp(s - mx);
+      sum += s;
+    }
+    const float r = 1.0f / sum;
+    for (int p = 0; p < n_pos; ++p) scores[static_cast<size_t>(p) * group + h] *= r;
   }
 }
 
