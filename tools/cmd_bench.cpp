@@ -361,8 +361,8 @@ int cmd_bench(int argc, char** argv) {
     int threads = 0;
     std::vector<double> pp, tg, ttft;
     // Read bandwidth (GB/s) measured just before and just after each
-    // repetition, and their mean: the ceiling that repetition ran against.
-    std::vector<double> bw_before, bw_after, bw;
+    // repetition (their mean is the ceiling that repetition ran against).
+    std::vector<double> bw_before, bw_after;
     uint64_t peak_rss = 0;   // over this configuration's repetitions
   };
   std::vector<Config> configs;
@@ -443,7 +443,6 @@ int cmd_bench(int argc, char** argv) {
         const double before = cs[0]->bw_before.back();
         if (i > 0) cs[i]->bw_before.push_back(before);
         cs[i]->bw_after.push_back(after);
-        cs[i]->bw.push_back(0.5 * (before + after));
       }
     }
     return true;
@@ -484,19 +483,22 @@ int cmd_bench(int argc, char** argv) {
     // each repetition against the mean of the bandwidths measured just
     // before and just after it (the host's bandwidth drifts between
     // repetitions), then the median.
+    std::vector<double> bw;
+    for (size_t r = 0; r < c.bw_before.size() && r < c.bw_after.size(); ++r)
+      bw.push_back(0.5 * (c.bw_before[r] + c.bw_after[r]));
     double bw_use = 0;
-    if (!c.bw.empty() && model_bytes > 0) {
-      const double ceiling = median(c.bw) * 1e9 / static_cast<double>(model_bytes);
+    if (!bw.empty() && model_bytes > 0) {
+      const double ceiling = median(bw) * 1e9 / static_cast<double>(model_bytes);
       std::vector<double> uses;
-      for (size_t r = 0; r < tg.size() && r < c.bw.size(); ++r)
-        uses.push_back(tg[r] / parallel / (c.bw[r] * 1e9 / static_cast<double>(model_bytes)));
+      for (size_t r = 0; r < tg.size() && r < bw.size(); ++r)
+        uses.push_back(tg[r] / parallel / (bw[r] * 1e9 / static_cast<double>(model_bytes)));
       bw_use = median(uses);
-      j["read_bandwidth_gbs"] = median(c.bw);
-      j["read_bandwidth_gbs_min"] = *std::min_element(c.bw.begin(), c.bw.end());
-      j["read_bandwidth_gbs_max"] = *std::max_element(c.bw.begin(), c.bw.end());
+      j["read_bandwidth_gbs"] = median(bw);
+      j["read_bandwidth_gbs_min"] = *std::min_element(bw.begin(), bw.end());
+      j["read_bandwidth_gbs_max"] = *std::max_element(bw.begin(), bw.end());
       j["decode_ceiling_steps_per_s"] = ceiling;
       j["bandwidth_use"] = bw_use;
-      j["read_bandwidth_gbs_each"] = c.bw;  // per repetition, as gen_tokens_per_s_each
+      j["read_bandwidth_gbs_each"] = bw;  // per repetition, as gen_tokens_per_s_each
       j["read_bandwidth_gbs_before_each"] = c.bw_before;
       j["read_bandwidth_gbs_after_each"] = c.bw_after;
       j["bandwidth_use_each"] = uses;
@@ -514,12 +516,12 @@ int cmd_bench(int argc, char** argv) {
       std::printf("%-24s %-6s %-9s %3d %4d %8zu %14.1f %22s %7s %9.1f %9.0f\n", model_name.substr(0, 24).c_str(), wtype,
                   kv.c_str(), threads, parallel, prompt.size(), median(pp), range, use, median(ttft),
                   c.peak_rss / 1048576.0);
-      if (!c.bw.empty())
+      if (!bw.empty())
         std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f over %zu repetitions, each "
                              "the mean of reads of %d MiB before and after it); "
                              "%.0f MB of weights -> at most %.1f decode steps/s\n",
-                     parallel, median(c.bw), *std::min_element(c.bw.begin(), c.bw.end()),
-                     *std::max_element(c.bw.begin(), c.bw.end()), c.bw.size(), bw_mib, model_bytes / 1e6,
+                     parallel, median(bw), *std::min_element(bw.begin(), bw.end()),
+                     *std::max_element(bw.begin(), bw.end()), bw.size(), bw_mib, model_bytes / 1e6,
                      j["decode_ceiling_steps_per_s"].get<double>());
     }
     std::fflush(stdout);

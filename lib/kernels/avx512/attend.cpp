@@ -121,8 +121,9 @@ inline void softmax_flat(float* scores, int n_pos, int G, float* inv) {
 
 // The scores of query heads [h0, h0 + NH) (NH <= 8) against key rows
 // [0, n_pos), to out[p * S + j], prefetching the key and value rows kAhead
-// on when asked (v_bytes: one value row). A function of its own, with restrict parameters (GCC
-// honours restrict reliably on parameters only) and a constant head count:
+// on when asked (v_bytes: one value row). A function of its own, with
+// restrict parameters (GCC honours restrict reliably on parameters only)
+// and a constant head count:
 // then the compiler keeps most of the queries in registers across the loop
 // and runs it without branches. Written inline over AttendArgs, the queries
 // were reloaded after every store to the scores (which might have aliased
