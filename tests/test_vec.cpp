@@ -1,8 +1,10 @@
 // Attention vector kernels: every ISA the machine runs agrees with the reference.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "kernels/vec.h"
 #include "quant/quant.h"
 
@@ -156,5 +158,24 @@ TEST_CASE("read_sum agrees with the reference on every ISA, at any alignment and
           INFO(isa_name(isa) << " streams " << streams << " offset " << off << " bytes " << n);
           CHECK(k->read_sum(buf.data() + off, n, streams) == ref.read_sum(buf.data() + off, n, 1));
         }
+  }
+}
+
+TEST_CASE("rmsnorm matches a long-double reference at any length", "[vec][ops]") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0, 3);
+  for (int n : {1, 7, 8, 13, 2048, 5632, 5639}) {
+    std::vector<float> x(n), w(n), out(n);
+    for (int i = 0; i < n; ++i) x[i] = nd(rng), w[i] = nd(rng);
+    // One large value among small ones: partial sums must not lose it.
+    if (n > 8) x[n / 3] = 4000.0f;
+    const float eps = 1e-5f;
+    ops::rmsnorm(out.data(), x.data(), w.data(), n, eps);
+    long double ss = 0;
+    for (int i = 0; i < n; ++i) ss += static_cast<long double>(x[i]) * x[i];
+    const long double scale = 1.0L / std::sqrt(ss / n + eps);
+    INFO("n=" << n);
+    for (int i = 0; i < n; ++i)
+      CHECK(out[i] == Approx(static_cast<double>(x[i] * scale * w[i])).epsilon(1e-6).margin(1e-30));
   }
 }

@@ -6,11 +6,17 @@ namespace brisk::ops {
 
 void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps) {
   // Sum in double: for wide rows the float sum drifts measurably from the
-  // float64 reference, and it costs nothing next to the matmuls.
-  double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  // float64 reference. Eight partial sums, not one: a single chain of 2048
+  // dependent adds took ~3 us per call, 0.5% of TinyLlama decode time at 45
+  // calls per token (half of that with eight chains, measured by perf).
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += static_cast<double>(x[i + j]) * x[i + j];
+  for (; i < n; ++i) part[i % 8] += static_cast<double>(x[i]) * x[i];
+  const double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
   const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+  for (int64_t k = 0; k < n; ++k) out[k] = x[k] * scale * w[k];
 }
 
 void add(float* x, const float* y, int64_t n) {
