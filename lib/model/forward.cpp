@@ -98,7 +98,7 @@ void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool&
   const LayerWeights& L = w_.layers[l];
   const int n = b.size();
   mm_.run(pool, {{&L.wq, q_.data(), c.q_dim()}, {&L.wk, k_.data(), c.kv_dim()}, {&L.wv, v_.data(), c.kv_dim()}},
-          xn_.data(), c.n_embd, n);
+          xn_.data(), c.n_embd, n, {&L.wo});
   for (int t = 0; t < n; ++t) {
     float* q = &q_[static_cast<size_t>(t) * c.q_dim()];
     float* k = &k_[static_cast<size_t>(t) * c.kv_dim()];
@@ -115,18 +115,25 @@ void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool&
   }
   attend(l, b, cache, pool);
   mm_.invalidate();
-  mm_.run(pool, L.wo, att_.data(), c.q_dim(), n, tmp_.data(), c.n_embd);
+  mm_.run(pool, L.wo, att_.data(), c.q_dim(), n, tmp_.data(), c.n_embd, {&L.w_gate, &L.w_up});
 }
 
 void Forward::feed_forward_block(int l, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& L = w_.layers[l];
-  mm_.run(pool, {{&L.w_gate, gate_.data(), c.n_ff}, {&L.w_up, up_.data(), c.n_ff}}, xn_.data(), c.n_embd, n);
+  mm_.run(pool, {{&L.w_gate, gate_.data(), c.n_ff}, {&L.w_up, up_.data(), c.n_ff}}, xn_.data(), c.n_embd, n,
+          {&L.w_down});
   const kernels::VecKernels& vk = kernels::vec_kernels();
   for (int t = 0; t < n; ++t)
     vk.swiglu(&gate_[static_cast<size_t>(t) * c.n_ff], &up_[static_cast<size_t>(t) * c.n_ff], c.n_ff);
   mm_.invalidate();
-  mm_.run(pool, L.w_down, gate_.data(), c.n_ff, n, tmp_.data(), c.n_embd);
+  // The next pass reads the next layer's Q/K/V, or the output matrix.
+  if (l + 1 < c.n_layer) {
+    const LayerWeights& N = w_.layers[l + 1];
+    mm_.run(pool, L.w_down, gate_.data(), c.n_ff, n, tmp_.data(), c.n_embd, {&N.wq, &N.wk, &N.wv});
+  } else {
+    mm_.run(pool, L.w_down, gate_.data(), c.n_ff, n, tmp_.data(), c.n_embd, {&w_.output});
+  }
 }
 
 void Forward::output(const Batch& b, ThreadPool& pool) {

@@ -34,15 +34,17 @@ struct MatmulJob {
 class MatmulOp {
  public:
   // Several matrices over the same input in one parallel pass (Q/K/V,
-  // gate/up): one barrier instead of one per matrix.
-  void run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, const float* x, int64_t x_stride, int ncols);
+  // gate/up): one barrier instead of one per matrix. `next`: the matrices of
+  // the pass that follows (its read-ahead hint; see below), or empty.
+  void run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, const float* x, int64_t x_stride, int ncols,
+           std::initializer_list<const Matrix*> next = {});
 
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
   // x: ncols columns of W.cols floats, x_stride floats apart.
   // out: ncols rows of W.rows floats, out_stride floats apart.
   void run(ThreadPool& pool, const Matrix& w, const float* x, int64_t x_stride, int ncols, float* out,
-           int64_t out_stride);
+           int64_t out_stride, std::initializer_list<const Matrix*> next = {});
   // Forget the cached activation conversion (call when x's contents change).
   void invalidate() {
     for (ActBuffer& a : acts_) a.src = nullptr;
@@ -61,10 +63,15 @@ class MatmulOp {
   };
   const uint8_t* converted(ThreadPool& pool, QuantizeFn quantize, size_t stride, const float* x, int64_t x_stride,
                            int ncols, int64_t k);
-  static constexpr int64_t kRowGroup = 16;  // rows per work unit: whole SIMD row tiles
   MatmulObserver* observer_ = nullptr;
   ActBuffer acts_[3];
   RangeSplit split_;
+
+  // Read-ahead (ThreadPool::read_ahead_after_next_run): while a pass runs,
+  // each worker is told where its first steps of the next pass lie, and
+  // reads them once it has no task left, while the calling thread finishes
+  // its share and runs the serial work between the passes alone.
+  void read_ahead(ThreadPool& pool, std::initializer_list<const Matrix*> next) const;
 };
 
 }  // namespace brisk

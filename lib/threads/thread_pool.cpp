@@ -16,6 +16,12 @@
 // after it finds no task left, so a run costs a handful of atomic operations
 // on two lines plus one per task.
 //
+// Read-ahead: each worker has a slot (its own cache line) naming memory to
+// read after a given job. The caller fills it between runs while the worker
+// may still be reading an older one, so it is a seqlock keyed by the job's
+// generation: the worker takes the range only if the generation is its job's
+// before and after it copies the fields.
+//
 // Sleeping: a worker that saw no new job for kSpinNs registers in
 // `sleeping_workers` and futex-waits on `generation`; run() calls FUTEX_WAKE
 // only when that count is non-zero, so no syscall on the busy path. The
@@ -38,6 +44,7 @@
 #include <climits>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -141,6 +148,13 @@ struct ThreadPool::Impl {
   alignas(64) std::atomic<uint32_t> sleeping_workers{0};
   std::atomic<uint32_t> caller_sleeping{0};
 
+  struct alignas(64) ReadAhead {
+    std::atomic<uint32_t> generation{0};  // the job it follows; 0: none
+    std::atomic<const uint8_t*> p{nullptr};
+    std::atomic<size_t> bytes{0};
+  };
+  std::unique_ptr<ReadAhead[]> read_ahead;  // one per thread (slot 0 unused)
+
   // Cold state.
   alignas(64) int n_threads = 1;
   uint32_t caller_generation = 0;  // the caller's copy of `generation`
@@ -194,6 +208,31 @@ struct ThreadPool::Impl {
       futex_wake(&done, 1);
   }
 
+  // Reads the memory named for after job `seen`, if any, until a new job
+  // is published. One 8-byte load per line: the loads are independent, so
+  // the core keeps as many lines in flight as it can, as a streaming read
+  // does.
+  void read_ahead_after(int thread, uint32_t seen) noexcept {
+    ReadAhead& r = read_ahead[thread];
+    if (r.generation.load(std::memory_order_acquire) != seen) return;
+    const uint8_t* p = r.p.load(std::memory_order_relaxed);
+    const size_t bytes = r.bytes.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (r.generation.load(std::memory_order_relaxed) != seen || !p) return;
+    uint64_t sum = 0;
+    for (size_t at = 0; at < bytes; at += 4096) {
+      if (generation.load(std::memory_order_relaxed) != seen) break;
+      const size_t end = std::min(bytes, at + 4096);
+      for (size_t o = at; o < end; o += 64) {
+        uint64_t v;
+        std::memcpy(&v, p + o, sizeof v);
+        sum += v;
+      }
+    }
+    // Keep the loads: the sum goes nowhere, but the compiler cannot know.
+    asm volatile("" : : "r"(sum));
+  }
+
   void worker_main(int thread) noexcept {
     uint32_t seen = 0;
     for (;;) {
@@ -206,6 +245,7 @@ struct ThreadPool::Impl {
       seen = generation.load(std::memory_order_acquire);
       if (stop.load(std::memory_order_acquire)) return;
       work_on_tasks(thread);
+      read_ahead_after(thread, seen);
     }
   }
 
@@ -292,6 +332,7 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
   const bool shared_cpus = n > topo.n_cpus || static_cast<int>(distinct.size()) < pinned_wanted;
   p.spin_ns = shared_cpus ? kShortSpinNs : kSpinNs;
 
+  p.read_ahead = std::make_unique<Impl::ReadAhead[]>(static_cast<size_t>(n));
   p.owner = pthread_self();
   p.restore_owner = pthread_getaffinity_np(p.owner, sizeof(p.owner_mask), &p.owner_mask) == 0;
   try_pin(0, pthread_self());
@@ -350,6 +391,19 @@ ThreadPool::~ThreadPool() {
 int ThreadPool::size() const { return impl_->n_threads; }
 
 std::string ThreadPool::describe() const { return impl_->description; }
+
+void ThreadPool::read_ahead_after_next_run(int thread, const void* p, size_t bytes) {
+  if (thread < 1 || thread >= impl_->n_threads) return;
+  Impl::ReadAhead& r = impl_->read_ahead[thread];
+  r.generation.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  r.p.store(static_cast<const uint8_t*>(p), std::memory_order_relaxed);
+  r.bytes.store(p ? bytes : 0, std::memory_order_relaxed);
+  // The next run_job publishes caller_generation + 1 (0 is never a job's
+  // generation: it would wrap only after 2^32 runs, and then at worst one
+  // read-ahead runs after the wrong job).
+  r.generation.store(bytes ? impl_->caller_generation + 1 : 0, std::memory_order_release);
+}
 
 void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
   if (n_tasks <= 0) return;

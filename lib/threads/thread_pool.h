@@ -21,6 +21,7 @@
 //    the last tasks), then sleep on a futex. When threads outnumber the
 //    allowed CPUs, or share a CPU through cpu_list, they spin only ~2 us.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -67,6 +68,18 @@ class ThreadPool {
     using Fn = std::remove_reference_t<F>;
     run(n_tasks, [](void* c, int64_t t, int th) { (*static_cast<Fn*>(c))(t, th); }, &f);
   }
+
+  // Memory for worker `thread` (1 .. size() - 1) to read while it waits
+  // after the next run(): once that run has no task left for it, the worker
+  // loads [p, p + bytes) line by line into its caches, and stops at the
+  // following run(), whenever that starts (it checks every 4 KB). The
+  // matmul passes use it to bring each worker's first piece of the next
+  // pass in while the calling thread works alone between passes, when the
+  // memory bus would otherwise idle. A hint for that one run only: bytes == 0
+  // clears it. The memory must stay readable as long as the pool exists (a
+  // worker notices the next run only between 4 KB chunks). Call between
+  // runs, from the thread that calls run().
+  void read_ahead_after_next_run(int thread, const void* p, size_t bytes);
 
   // One line describing the threads and where they are pinned, e.g.
   // "2 threads, pinned to cores 0,1 (cpus 0,1)" or "2 threads, not pinned".

@@ -76,6 +76,15 @@ CpuTopology load() {
     if (node && node->cpuset && hwloc_bitmap_intersects(node->cpuset, allowed)) ++nodes;
   }
   t.numa_nodes = std::max(1, nodes);
+  // The L2 above the first allowed CPU (the level that holds a core's
+  // private working set on current x86 parts).
+  if (hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, static_cast<unsigned>(hwloc_bitmap_first(allowed)))) {
+    for (hwloc_obj_t o = pu->parent; o; o = o->parent)
+      if (o->type == HWLOC_OBJ_L2CACHE && o->attr) {
+        t.l2_bytes = static_cast<size_t>(o->attr->cache.size);
+        break;
+      }
+  }
   if (t.cores.empty()) {  // no core objects: count each allowed CPU as a core
     t.source = "hwloc (no core objects)";
     for (int cpu = hwloc_bitmap_first(allowed); cpu != -1; cpu = hwloc_bitmap_next(allowed, cpu))

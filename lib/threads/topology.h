@@ -16,6 +16,7 @@ struct CpuTopology {
   std::vector<CpuCore> cores;  // allowed physical cores, in hwloc logical order
   int n_cpus = 0;              // allowed logical CPUs
   int numa_nodes = 1;          // NUMA nodes holding allowed CPUs
+  size_t l2_bytes = 0;         // the L2 cache of the first allowed core; 0: unknown
   std::string source;          // "hwloc", or why the fallback was used
 };
 
