@@ -59,9 +59,10 @@ void MatmulOp::read_ahead(ThreadPool& pool, std::initializer_list<const Matrix*>
   // process, 5-6 rounds each).
   const size_t l2 = cpu_topology().l2_bytes ? cpu_topology().l2_bytes : size_t{256} << 10;
   for (int t = 1; t < n_threads; ++t) {
-    // Thread t's stretch starts at group g0 (RangeSplit::reset); its first
-    // steps stay inside the matrix that holds g0.
-    const int64_t g0 = n_groups * t / n_threads, g_end = n_groups * (t + 1) / n_threads;
+    // Thread t's stretch starts at group g0; its first steps stay inside
+    // the matrix that holds g0.
+    const int64_t g0 = RangeSplit::range_begin(n_groups, t, n_threads);
+    const int64_t g_end = RangeSplit::range_begin(n_groups, t + 1, n_threads);
     int64_t first = 0;
     for (const Matrix* w : next) {
       const int64_t ng = groups_of(*w);

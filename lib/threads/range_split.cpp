@@ -22,7 +22,8 @@ void RangeSplit::reset(int n_ranges, int64_t n_units, int64_t step) {
   n_ = n_ranges;
   step_ = static_cast<uint64_t>(step);
   for (int i = 0; i < n_; ++i) {
-    const uint64_t lo = static_cast<uint64_t>(n_units * i / n_), hi = static_cast<uint64_t>(n_units * (i + 1) / n_);
+    const uint64_t lo = static_cast<uint64_t>(range_begin(n_units, i, n_)),
+                   hi = static_cast<uint64_t>(range_begin(n_units, i + 1, n_));
     ranges_[i].fb.store(pack(lo, hi), std::memory_order_relaxed);
   }
 }

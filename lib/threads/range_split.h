@@ -24,6 +24,9 @@ class RangeSplit {
   // false once every unit has been handed out. Thread-safe.
   bool next(int self, int64_t* begin, int64_t* end);
   int n_ranges() const { return n_; }
+  // Where range i of n_ranges over [0, n_units) begins (range i ends where
+  // range i + 1 begins, the last at n_units).
+  static int64_t range_begin(int64_t n_units, int i, int n_ranges) { return n_units * i / n_ranges; }
 
  private:
   struct alignas(64) Range {
