@@ -63,10 +63,10 @@ void MatmulOp::read_ahead(ThreadPool& pool, std::initializer_list<const Matrix*>
   const int64_t n_units = units_of(n_groups);
   const int64_t step = split_step(n_units, n_threads) * kGroupsPerUnit;  // in groups
   // Two steps, at most half the worker's L2 (the rest holds the activations
-  // and the piece it works on): TinyLlama Q4_0 decode ran 1-2% faster
-  // reading two steps (up to 512 KiB here) than without read-ahead, 0.5%
-  // faster with 256 KiB at most (Zen 5, L2 1 MiB, variants in turns in one
-  // process, 5-6 rounds each).
+  // and the piece it works on): TinyLlama Q4_0 decode ran about 1% faster
+  // with it (0.3-2.6% in 6 rounds), 8 and 16 sequences 1-4%; one step capped
+  // at 256 KiB gained less than half of that (Zen 5, L2 1 MiB, variants in
+  // turns in one process).
   const size_t l2 = cpu_topology().l2_bytes ? cpu_topology().l2_bytes : size_t{256} << 10;
   for (int t = 1; t < n_threads; ++t) {
     // Thread t's stretch starts at group g0; its first steps stay inside
