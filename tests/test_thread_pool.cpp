@@ -311,6 +311,8 @@ struct SparseMapping {
     void* m = mmap(nullptr, n, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     REQUIRE(m != MAP_FAILED);
+    // No readahead: a page is resident only if something read it.
+    madvise(m, n, MADV_RANDOM);
     p = static_cast<uint8_t*>(m);
   }
   ~SparseMapping() { munmap(p, bytes); }
