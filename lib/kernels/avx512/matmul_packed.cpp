@@ -51,16 +51,22 @@ inline int32_t load_i32(const void* p) {
 // for multi-column tiles (4 columns +4-7%, 2 columns +1-2%). Two-group tiles
 // do best at 4.5 KB per stream (Zen 5, Q4_0, all distances interleaved in
 // one process, 11 rounds: 2 columns 76.1 GB/s at 4.5 KB, 73.6-74.1 at 9-27
-// KB; 4 columns 68.6 against 63.6-65.3). One column in two runs
-// (packed_tiles.h, for_each_stream_tile), where the hardware prefetcher
-// follows each run: 2.3 KB per stream, 1-3% over 4.5 KB and none in a
-// standalone decode pass; in TinyLlama decode (variants stepped in turns)
-// without it Q4_0 lost 3-4% and Q8_0 0-15%.
+// KB; 4 columns 68.6 against 63.6-65.3).
 template <int NG, int C>
 constexpr size_t prefetch_distance() {
-  if (C == 1 && NG > 1) return kPrefetchBytes / 2;
   return C == 1 || NG > 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
 }
+
+// One column (decode) reads one stream per thread and prefetches it in
+// bursts: every kBurstPairs pairs, the next kBurstPairs pairs' lines
+// kPrefetchBytes ahead, as the Q4_K tile does per super-block. Against a
+// pair's lines at every pair, two runs per thread (the form before), TinyLlama
+// decode went 80 -> 97 tok/s for Q4_0 and 44-51 -> 50-56 for Q8_0 (Zen 5,
+// variants in turns in one process, 3 rounds); one stream with a pair's lines
+// per pair reached 91 (Q4_0). Bursts of 2 or 8 pairs and distances of 2.3-11.5
+// KB did no better (3.4 KB equal). With two or more columns, bursts lost 20%
+// (2 and 4 sequences): those tiles keep a pair's lines per pair.
+constexpr int kBurstPairs = 4;
 
 template <TensorType T>
 struct PackedTile {
@@ -112,9 +118,12 @@ struct PackedTile {
       __m512 dw[NG];
       for (int i = 0; i < NG; ++i) {
         const uint8_t* pair = grp[i] + pair_off;
-        // Once per pair, its lines ahead in the same stream.
-        if ((b & 1) == 0)
+        if constexpr (C == 1 && NG == 1) {
+          if (b % (2 * kBurstPairs) == 0) prefetch_bytes<kBurstPairs * kPairBytes>(grp[i] + pair_off + kPrefetchBytes);
+        } else if ((b & 1) == 0) {
+          // Once per pair, its lines ahead in the same stream.
           prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride, span));
+        }
         const uint8_t* sl = pair + slice_off;
         if constexpr (T == TensorType::Q4_0) {
           for (int m = 0; m < 4; ++m) {
@@ -193,22 +202,23 @@ void drive(const Tile& t, int nrows, int ncols) {
   }
 }
 
-// As drive, with row groups in pairs when there are at most max_pair_cols
+// As drive, with row groups in pairs when there are 2 to max_pair_cols
 // columns. Two streams per thread keep more DRAM reads in flight than one:
-// decode (one column) ran 9-13% faster with pairs for Q4_0 and 8% for Q8_0,
-// two columns 4-8% and 15% (TinyLlama, both variants stepped in turns in
-// one process). Q8_0 from 3 columns on does better with one group and
-// 8-column tiles (8 sequences: 305 against 233 tok/s): its weights need no
-// unpacking, so the wider tile loses nothing and reads the weights once.
-// The K-quant tiles stay at one group: Q4_K in pairs decoded slower
-// (TinyLlama Q4_K_M, 87 against 73 tok/s; 2 sequences 160 against 121).
+// two columns ran 4-8% faster with pairs for Q4_0 and 15% for Q8_0
+// (TinyLlama, both variants stepped in turns in one process). One column
+// reads one stream (kBurstPairs). Q8_0 from 3 columns on does better with
+// one group and 8-column tiles (8 sequences: 305 against 233 tok/s): its
+// weights need no unpacking, so the wider tile loses nothing and reads the
+// weights once. The K-quant tiles stay at one group: Q4_K in pairs decoded
+// slower (TinyLlama Q4_K_M, 87 against 73 tok/s; 2 sequences 160 against
+// 121).
 template <typename Tile>
 void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
-  if (ncols > max_pair_cols) return drive<kColTile>(t, nrows, ncols);
+  if (ncols == 1 || ncols > max_pair_cols) return drive<kColTile>(t, nrows, ncols);
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   for (int cb = 0; cb < ncols; cb += kColBlock) {
     const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
-    const int g = for_each_stream_tile<2, kColTile2>(t, 0, ngroups, cb, n, ncols == 1);
+    const int g = for_each_stream_tile<2, kColTile2>(t, 0, ngroups, cb, n, false);
     if (g < ngroups) for_each_col_tile<kColTile>(t, g, cb, n);
   }
 }

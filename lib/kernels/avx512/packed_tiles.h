@@ -77,12 +77,11 @@ struct GroupsTile {
 //  - neighbours (span = 1): groups g .. g + NG - 1, then the next NG, so
 //    every stream jumps ahead by NG - 1 groups at each group's end.
 // Runs keep the hardware prefetcher on long streams; with neighbours each
-// stream restarts every group (18 KB of Q4_0 at 2048 columns). Decode (one
-// column) reads faster in runs: TinyLlama Q4_0 1 sequence 98-105 -> 104-113
-// tok/s, Q8_0 +4-5%, F16 at 2 and 4 columns +2-3% (variants stepped in turns
-// in one process, 3 rounds each). Q4_0 at 4 columns (-1 to -4%) and Q8_0 at
-// 2 (-2%) measured slower in runs, so the quantized tiles use runs for one
-// column only.
+// stream restarts every group (18 KB of Q4_0 at 2048 columns). The F16/BF16
+// tiles read runs (at 2 and 4 columns +2-3%, TinyLlama, variants stepped in
+// turns in one process). The quantized tiles use neighbours: Q4_0 at 4
+// columns (-1 to -4%) and Q8_0 at 2 (-2%) measured slower in runs, and one
+// column reads a single stream (matmul_packed.cpp, kBurstPairs).
 template <int NG, int kTile, typename Tile>
 int for_each_stream_tile(const Tile& t, int g0, int g1, int c0, int n, bool runs) {
   const int span = runs ? (g1 - g0) / NG : 1;
