@@ -152,10 +152,10 @@ static inline __m512 exp512(__m512 x) {
 // covers stream starts and page crossings. Multi-column tiles read R rows
 // side by side and prefetch the next row groups. Prefetches past the end of
 // the matrix are harmless.
-template <int Bytes>
+template <int Bytes, _mm_hint Hint = _MM_HINT_T0>
 static inline void prefetch_bytes(const uint8_t* p) {
-  for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
-  if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), _MM_HINT_T0);
+  for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
+  if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), Hint);
 }
 
 // Bytes ahead of the current weight position to prefetch.
