@@ -84,8 +84,7 @@ void from_f32(TensorType type, const float* src, void* dst, int n) {
 
 // The bytes as N equal parts read side by side, U 32-byte loads of each in
 // turn, into four independent chains of adds; the tail goes to the
-// reference. Two streams as the packed kernels read two runs, or four (see
-// avx512/vec_avx512.cpp, read_sum).
+// reference. Two streams or four (see avx512/vec_avx512.cpp, read_sum).
 template <int N, int U>
 uint64_t read_streams(const uint8_t* b, size_t bytes) {
   __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};

@@ -110,8 +110,7 @@ uint64_t read_streams(const uint8_t* b, size_t bytes) {
   return sum + ref_vec_kernels()->read_sum(b + N * part, bytes - N * part, 1);
 }
 
-// Two streams: the two halves side by side, as the packed kernels read two
-// runs (7-9% faster than one stream on the Zen 5 host this was tuned on).
+// Two streams: the two halves side by side (7-9% faster than one stream on the Zen 5 host this was tuned on).
 // Four streams, 128 bytes of each in turn: on that shared host 8-11% faster
 // than two at some moments and 3-5% slower at others (both threads, medians
 // of 21-31 passes interleaved in one process), so the bandwidth probe takes
