@@ -237,6 +237,16 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 }
 
 // What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
+//
+// Up to kUnrollCols columns, the loop over a super-block's 8 sub-blocks (Q4_K)
+// or 8 runs of 32 (Q6_K) is unrolled. Rolled, GCC keeps the choice of shift
+// per iteration as branches and recomputes the run addresses: one column ran
+// at ~1.8 instructions per cycle, bound by neither port nor memory. Unrolled,
+// one column of L2-resident weights runs 15-20% (Q4_K) and 35% (Q6_K)
+// faster, 2-4 columns 10-25%; from 8 columns on the longer code is 2-5%
+// slower, so those tiles stay rolled (kernel_bench, variants in turns).
+constexpr int kUnrollCols = 4;
+
 struct KTile {
   int64_t nsb;
   const uint8_t* w;
@@ -281,7 +291,7 @@ struct Q4KTile : KTile {
       }
       __m512 tmp[C];
       for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
-      for (int s = 0; s < 8; ++s) {
+      auto sub_block = [&](int s) {
         const uint8_t* run = sb + 320 + 512 * (s / 2);
         __m512i W[8];
         for (int m = 0; m < 8; ++m) {
@@ -298,6 +308,11 @@ struct Q4KTile : KTile {
           }
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), sc, tmp[c]);
         }
+      };
+      if constexpr (C <= kUnrollCols) {
+        _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) sub_block(s);
+      } else {
+        for (int s = 0; s < 8; ++s) sub_block(s);
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
@@ -340,7 +355,7 @@ struct Q6KTile : KTile {
                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 16 * s)))));
       __m512 tmp[C];
       for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
-      for (int u = 0; u < 8; ++u) {
+      auto slice_run = [&](int u) {
         const uint8_t* lo = sb + 288 + 512 * (u / 2);
         const uint8_t* hi = sb + 2336 + 512 * (u / 4);
         const int s2 = u % 4;
@@ -369,6 +384,11 @@ struct Q6KTile : KTile {
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), sa, tmp[c]);
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sbv, tmp[c]);
         }
+      };
+      if constexpr (C <= kUnrollCols) {
+        _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) slice_run(u);
+      } else {
+        for (int u = 0; u < 8; ++u) slice_run(u);
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       for (int c = 0; c < C; ++c) {
