@@ -238,14 +238,15 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 
 // What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
 //
-// Up to kUnrollCols columns, the loop over a super-block's 8 sub-blocks (Q4_K)
-// or 8 runs of 32 (Q6_K) is unrolled. Rolled, GCC keeps the choice of shift
-// per iteration as branches and recomputes the run addresses: one column ran
-// at ~1.8 instructions per cycle, bound by neither port nor memory. Unrolled,
-// one column of L2-resident weights runs 15-20% (Q4_K) and 35% (Q6_K)
-// faster, 2-4 columns 10-25%; from 8 columns on the longer code is 2-5%
-// slower, so those tiles stay rolled (kernel_bench, variants in turns).
-// Q6_K's 1-4 columns have a loop of their own (Q6KTile::run_few).
+// Up to kUnrollCols columns (decode) the tiles run run_few: the loop over a
+// super-block's 8 sub-blocks (Q4_K) or 8 runs of 32 (Q6_K) unrolled, short
+// dependency chains, nothing through the stack. Rolled, GCC kept the choice
+// of shift per iteration as branches and recomputed the run addresses: one
+// column ran at an estimated ~2 instructions per cycle (count over time),
+// bound by neither port nor memory; unrolling alone made one L2-resident
+// column 15-20% (Q4_K) and 35% (Q6_K) faster and 2-4 columns 10-25%. From
+// 5 columns on (prompt tiles of 8) run_columns keeps the loop rolled: the
+// unrolled code was 2-5% slower there (kernel_bench, variants in turns).
 constexpr int kUnrollCols = 4;
 
 struct KTile {
@@ -272,8 +273,86 @@ struct KTile {
 // activation's scale and sums finish it once per 256 weights.
 struct Q4KTile : KTile {
 
+  // Up to kUnrollCols columns (decode of a few sequences), as Q6KTile's:
+  // unrolled, two float sums per column, nothing through the stack. The high
+  // nibbles are used in place (q & 0xF0 is 16 x the weight) with 1/16 folded
+  // into their sub-block scale: one and instead of a shift and an and. The
+  // mins term is integer: row r's min byte, copied into both 16-bit halves
+  // of lane r (vpshufb of the 16 bytes broadcast to every 128-bit lane),
+  // makes one vpdpwssd against the activation's bsums 2s and 2s+1 give
+  // min x (bsum 2s + bsum 2s+1). L2-resident weights, against run_columns
+  // unrolled: one column +6%, 2-4 columns +11-17% (kernel_bench, variants
+  // in turns); TinyLlama Q4_K_M decode unchanged (memory-bound).
+  template <int C>
+  void run_few(int g, int c0) const {
+    const uint8_t* grp = group(g);
+    const quant::BlockQ8_K* a[C];
+    columns(c0, a);
+    __m512 acc[C], accm[C];
+    for (int c = 0; c < C; ++c) acc[c] = accm[c] = _mm512_setzero_ps();
+    const __m512i lo = _mm512_set1_epi8(0x0F);
+    // Lane bytes 4j and 4j+2 take byte j of the row's 16, the others zero.
+    const __m512i dup_idx = _mm512_set_epi32(
+        0x800F800F, 0x800E800E, 0x800D800D, 0x800C800C, 0x800B800B, 0x800A800A, 0x80098009, 0x80088008,
+        0x80078007, 0x80068006, 0x80058005, 0x80048004, 0x80038003, 0x80028002, 0x80018001, 0x80008000);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
+      prefetch_bytes<kQ4KSuperBytes>(sb + kPrefetchBytes);
+      __m512 t0[C], t1[C];
+      __m512i m0[C], m1[C];
+      for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), m0[c] = m1[c] = _mm512_setzero_si512();
+      _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) {
+        const uint8_t* run = sb + 320 + 512 * (s / 2);
+        __m512i i0[C], i1[C];
+        for (int c = 0; c < C; ++c) i0[c] = i1[c] = _mm512_setzero_si512();
+        for (int m = 0; m < 8; ++m) {
+          const __m512i q = _mm512_loadu_si512(run + 64 * m);
+          const __m512i w = s % 2 ? _mm512_andnot_si512(lo, q) : _mm512_and_si512(q, lo);
+          for (int c = 0; c < C; ++c) {
+            const __m512i x = _mm512_set1_epi32(load_i32(a[c][b].qs + 32 * s + 4 * m));
+            if (m % 2) i1[c] = _mm512_dpbusd_epi32(i1[c], w, x); else i0[c] = _mm512_dpbusd_epi32(i0[c], w, x);
+          }
+        }
+        __m512 sc = _mm512_cvtepi32_ps(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s))));
+        if (s % 2) sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / 16));
+        const __m512i mn = _mm512_shuffle_epi8(
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192 + 16 * s))), dup_idx);
+        for (int c = 0; c < C; ++c) {
+          const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(i0[c], i1[c]));
+          const __m512i bs = _mm512_set1_epi32(load_i32(a[c][b].bsums + 2 * s));
+          if (s % 2) {
+            t1[c] = _mm512_fmadd_ps(dot, sc, t1[c]);
+            m1[c] = _mm512_dpwssd_epi32(m1[c], mn, bs);
+          } else {
+            t0[c] = _mm512_fmadd_ps(dot, sc, t0[c]);
+            m0[c] = _mm512_dpwssd_epi32(m0[c], mn, bs);
+          }
+        }
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
+      for (int c = 0; c < C; ++c) {
+        const __m512 da = _mm512_set1_ps(a[c][b].d);
+        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_add_ps(t0[c], t1[c]), acc[c]);
+        accm[c] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(_mm512_add_epi32(m0[c], m1[c])), accm[c]);
+      }
+    }
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_sub_ps(acc[c], accm[c]);
+    store_group(out, out_stride, nrows, g, c0, acc);
+  }
+
   template <int C>
   void run(int g, int c0) const {
+    if constexpr (C <= kUnrollCols) {
+      run_few<C>(g, c0);
+    } else {
+      run_columns<C>(g, c0);
+    }
+  }
+
+  template <int C>
+  void run_columns(int g, int c0) const {
     const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[C];
     columns(c0, a);
@@ -310,11 +389,7 @@ struct Q4KTile : KTile {
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), sc, tmp[c]);
         }
       };
-      if constexpr (C <= kUnrollCols) {
-        _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) sub_block(s);
-      } else {
-        for (int s = 0; s < 8; ++s) sub_block(s);
-      }
+      for (int s = 0; s < 8; ++s) sub_block(s);
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
       for (int c = 0; c < C; ++c) {
@@ -456,11 +531,7 @@ struct Q6KTile : KTile {
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sbv, tmp[c]);
         }
       };
-      if constexpr (C <= kUnrollCols) {
-        _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) slice_run(u);
-      } else {
-        for (int u = 0; u < 8; ++u) slice_run(u);
-      }
+      for (int u = 0; u < 8; ++u) slice_run(u);
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       for (int c = 0; c < C; ++c) {
         const quant::BlockQ8_K& ab = a[c][b];
