@@ -238,15 +238,16 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 
 // What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
 //
-// Up to kUnrollCols columns (decode) the tiles run run_few: the loop over a
-// super-block's 8 sub-blocks (Q4_K) or 8 runs of 32 (Q6_K) unrolled, short
-// dependency chains, nothing through the stack. Rolled, GCC kept the choice
-// of shift per iteration as branches and recomputed the run addresses: one
-// column ran at an estimated ~2 instructions per cycle (count over time),
-// bound by neither port nor memory; unrolling alone made one L2-resident
-// column 15-20% (Q4_K) and 35% (Q6_K) faster and 2-4 columns 10-25%. From
-// 5 columns on (prompt tiles of 8) run_columns keeps the loop rolled: the
-// unrolled code was 2-5% slower there (kernel_bench, variants in turns).
+// Few columns (decode) run run_few: the loop over a super-block's 8
+// sub-blocks (Q4_K) or 8 runs of 32 (Q6_K) unrolled, short dependency
+// chains, nothing through the stack; rolled, GCC keeps the choice of shift
+// as branches per iteration. Against the rolled run_columns (L2-resident
+// weights, one core, kernel_bench of both builds pinned to the same core):
+// Q6_K 1-3 columns +50%, 4 columns +40%; Q4_K 2 columns +25%, 4 columns
+// +17%. Q4_K's single column is the exception: run_few read 20% slower
+// there than the rolled loop (53 against 69 GB/s), so it keeps run_columns.
+// From 5 columns on (prompt tiles of 8) both stay rolled: unrolled was 2-5%
+// slower there.
 constexpr int kUnrollCols = 4;
 
 struct KTile {
@@ -273,16 +274,14 @@ struct KTile {
 // activation's scale and sums finish it once per 256 weights.
 struct Q4KTile : KTile {
 
-  // Up to kUnrollCols columns (decode of a few sequences), as Q6KTile's:
+  // 2 to kUnrollCols columns (decode of a few sequences), as Q6KTile's:
   // unrolled, two float sums per column, nothing through the stack. The high
   // nibbles are used in place (q & 0xF0 is 16 x the weight) with 1/16 folded
   // into their sub-block scale: one and instead of a shift and an and. The
   // mins term is integer: row r's min byte, copied into both 16-bit halves
   // of lane r (vpshufb of the 16 bytes broadcast to every 128-bit lane),
   // makes one vpdpwssd against the activation's bsums 2s and 2s+1 give
-  // min x (bsum 2s + bsum 2s+1). L2-resident weights, against run_columns
-  // unrolled: one column +6%, 2-4 columns +11-17% (kernel_bench, variants
-  // in turns); TinyLlama Q4_K_M decode unchanged (memory-bound).
+  // min x (bsum 2s + bsum 2s+1).
   template <int C>
   void run_few(int g, int c0) const {
     const uint8_t* grp = group(g);
@@ -344,7 +343,7 @@ struct Q4KTile : KTile {
 
   template <int C>
   void run(int g, int c0) const {
-    if constexpr (C <= kUnrollCols) {
+    if constexpr (C >= 2 && C <= kUnrollCols) {
       run_few<C>(g, c0);
     } else {
       run_columns<C>(g, c0);
@@ -420,8 +419,7 @@ struct Q6KTile : KTile {
   // of one, scales converted where they are used, and the -32 offset summed
   // in integers: row r's scales of sub-blocks 2u and 2u+1 as the two 16-bit
   // halves of lane r make one vpdpwssd against the activation's bsums 2u and
-  // 2u+1. L2-resident weights, against run_columns unrolled: one column
-  // 20-35% faster, 2-4 columns 23-38% (kernel_bench, variants in turns).
+  // 2u+1.
   template <int C>
   void run_few(int g, int c0) const {
     const uint8_t* grp = group(g);
