@@ -370,7 +370,7 @@ struct Q4KTile : KTile {
       }
       __m512 tmp[C];
       for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
-      auto sub_block = [&](int s) {
+      for (int s = 0; s < 8; ++s) {
         const uint8_t* run = sb + 320 + 512 * (s / 2);
         __m512i W[8];
         for (int m = 0; m < 8; ++m) {
@@ -387,8 +387,7 @@ struct Q4KTile : KTile {
           }
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), sc, tmp[c]);
         }
-      };
-      for (int s = 0; s < 8; ++s) sub_block(s);
+      }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
       for (int c = 0; c < C; ++c) {
@@ -499,7 +498,7 @@ struct Q6KTile : KTile {
                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 16 * s)))));
       __m512 tmp[C];
       for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
-      auto slice_run = [&](int u) {
+      for (int u = 0; u < 8; ++u) {
         const uint8_t* lo = sb + 288 + 512 * (u / 2);
         const uint8_t* hi = sb + 2336 + 512 * (u / 4);
         const int s2 = u % 4;
@@ -528,8 +527,7 @@ struct Q6KTile : KTile {
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), sa, tmp[c]);
           tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sbv, tmp[c]);
         }
-      };
-      for (int u = 0; u < 8; ++u) slice_run(u);
+      }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       for (int c = 0; c < C; ++c) {
         const quant::BlockQ8_K& ab = a[c][b];
