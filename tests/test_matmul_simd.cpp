@@ -579,3 +579,46 @@ TEST_CASE("packed gemm (scalar and simd) matches the reference", "[simd][packed]
     }
   }
 }
+
+TEST_CASE("packed gemv_two equals gemm on each of its two pieces", "[simd][packed]") {
+  // Pieces of equal group counts whose last groups differ in rows.
+  const int pairs[][2] = {{1, 16}, {16, 16}, {17, 32}, {100, 97}, {48, 33}, {160, 160}};
+  int kernels_with_two = 0;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+      const MatmulKernel* kern = isa_supported(isa) ? packed_matmul_kernel_for(t, isa) : nullptr;
+      if (!kern || !kern->gemv_two) continue;
+      ++kernels_with_two;
+      INFO(label(t, isa));
+      Gen g(static_cast<uint32_t>(t) * 31 + static_cast<uint32_t>(isa));
+      for (int64_t k : {32, 96, 2048}) {
+        const size_t rb = row_bytes(t, k), gb = packed_group_bytes(t, k), ab = act_column_bytes(*kern, k);
+        std::vector<float> x(k);
+        std::vector<uint8_t> act(ab);
+        fill_act(g, x.data(), k, k == 96);
+        kern->quantize_act(x.data(), act.data(), k);
+        for (const auto& pr : pairs) {
+          std::vector<uint8_t> packed[2];
+          for (int i = 0; i < 2; ++i) {
+            std::vector<uint8_t> w(rb * pr[i]);
+            for (int r = 0; r < pr[i]; ++r) fill_row(g, t, w.data() + r * rb, k, k == 96, k == 96 && r % 3 == 0);
+            packed[i] = pack_matrix(t, w.data(), rb, pr[i], k);
+          }
+          const float sentinel = -777.0f;
+          std::vector<float> two[2], one[2];
+          for (int i = 0; i < 2; ++i) {
+            two[i].assign(pr[i] + 5, sentinel);
+            one[i].assign(pr[i] + 5, sentinel);
+            kern->gemm(k, packed[i].data(), gb, pr[i], act.data(), ab, 1, one[i].data(), pr[i] + 5);
+          }
+          kern->gemv_two(k, gb, act.data(), packed[0].data(), pr[0], two[0].data(), packed[1].data(), pr[1],
+                         two[1].data());
+          INFO("k=" << k << " rows=" << pr[0] << "," << pr[1]);
+          // The same integer dots and the same float steps in the same order.
+          for (int i = 0; i < 2; ++i) REQUIRE(two[i] == one[i]);
+        }
+      }
+    }
+  }
+  if (isa_supported(Isa::avx512)) REQUIRE(kernels_with_two >= 2);  // Q4_0 and Q8_0
+}
