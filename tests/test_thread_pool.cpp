@@ -355,26 +355,3 @@ TEST_CASE("a worker reads the memory named for after the next run, and only that
   // The hint was for that one run: later runs work as before.
   for (int i = 0; i < 100; ++i) check_exactly_once(pool, 8);
 }
-
-TEST_CASE("a worker reads both regions named for after the next run", "[threads]") {
-  const size_t bytes = size_t{2} << 20, second = size_t{1} << 20;
-  SparseMapping a(bytes), b(bytes);
-  ThreadPool pool(unpinned(2));
-  // The second region is shorter: the reads go on in the first after it ends.
-  pool.read_ahead_after_next_run(1, a.p, bytes, b.p, second);
-  check_exactly_once(pool, 4);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while ((a.resident_pages() < bytes / 4096 || b.resident_pages() < second / 4096) &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  CHECK(a.resident_pages() == bytes / 4096);
-  CHECK(b.resident_pages() == second / 4096);  // and not a page past it
-  // Only a second region (the first empty) is read too.
-  SparseMapping c(bytes);
-  pool.read_ahead_after_next_run(1, nullptr, 0, c.p, bytes);
-  check_exactly_once(pool, 4);
-  const auto deadline2 = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (c.resident_pages() < bytes / 4096 && std::chrono::steady_clock::now() < deadline2)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  CHECK(c.resident_pages() == bytes / 4096);
-}

@@ -32,14 +32,6 @@ struct MatmulKernel {
   // True if gemm reads weights in the packed layout of kernels/packed.h:
   // w is then the first 16-row group and w_stride the bytes of one group.
   bool packed = false;
-  // Optional (packed kernels): one activation column against two pieces of
-  // the same number of row groups, read side by side. Equal to
-  //   gemm(k, w0, w_stride, nrows0, act, -, 1, out0, -) and the same for w1,
-  // but as two weight streams on one core, which keep more DRAM reads in
-  // flight than one (model/matmul_op.cpp gives each thread two ranges).
-  // nrows0 and nrows1 may differ only in the last group.
-  void (*gemv_two)(int64_t k, size_t w_stride, const void* act, const void* w0, int nrows0, float* out0,
-                   const void* w1, int nrows1, float* out1) = nullptr;
 };
 
 // The kernel for a weight type on the active instruction set. Throws

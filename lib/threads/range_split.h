@@ -23,8 +23,6 @@ class RangeSplit {
   // own front while it lasts, then the back of the other ranges. Returns
   // false once every unit has been handed out. Thread-safe.
   bool next(int self, int64_t* begin, int64_t* end);
-  // The next piece from the front of range `self` only (no stealing).
-  bool next_own(int self, int64_t* begin, int64_t* end) { return take_front(ranges_[self], begin, end); }
   int n_ranges() const { return n_; }
   // Where range i of n_ranges over [0, n_units) begins (range i ends where
   // range i + 1 begins, the last at n_units).

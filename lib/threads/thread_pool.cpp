@@ -150,8 +150,8 @@ struct ThreadPool::Impl {
 
   struct alignas(64) ReadAhead {
     std::atomic<uint32_t> generation{0};  // the job it follows; 0: none
-    std::atomic<const uint8_t*> p[2] = {nullptr, nullptr};
-    std::atomic<size_t> bytes[2] = {0, 0};
+    std::atomic<const uint8_t*> p{nullptr};
+    std::atomic<size_t> bytes{0};
   };
   std::unique_ptr<ReadAhead[]> read_ahead;  // one per thread (slot 0 unused)
 
@@ -215,26 +215,20 @@ struct ThreadPool::Impl {
   void read_ahead_after(int thread, uint32_t seen) noexcept {
     ReadAhead& r = read_ahead[thread];
     if (r.generation.load(std::memory_order_acquire) != seen) return;
-    const uint8_t* p[2] = {r.p[0].load(std::memory_order_relaxed), r.p[1].load(std::memory_order_relaxed)};
-    const size_t bytes[2] = {r.bytes[0].load(std::memory_order_relaxed), r.bytes[1].load(std::memory_order_relaxed)};
+    const uint8_t* p = r.p.load(std::memory_order_relaxed);
+    const size_t bytes = r.bytes.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (r.generation.load(std::memory_order_relaxed) != seen) return;
-    // The two regions 4 KB at a time in turns, so that both have begun when
-    // the next run stops the reads.
+    if (r.generation.load(std::memory_order_relaxed) != seen || !p) return;
     uint64_t sum = 0;
-    for (size_t at = 0; at < std::max(bytes[0], bytes[1]); at += 4096) {
-      for (int i = 0; i < 2; ++i) {
-        if (!p[i] || at >= bytes[i]) continue;
-        if (generation.load(std::memory_order_relaxed) != seen) goto out;
-        const size_t end = std::min(bytes[i], at + 4096);
-        for (size_t o = at; o < end; o += 64) {
-          uint64_t v;
-          std::memcpy(&v, p[i] + o, sizeof v);
-          sum += v;
-        }
+    for (size_t at = 0; at < bytes; at += 4096) {
+      if (generation.load(std::memory_order_relaxed) != seen) break;
+      const size_t end = std::min(bytes, at + 4096);
+      for (size_t o = at; o < end; o += 64) {
+        uint64_t v;
+        std::memcpy(&v, p + o, sizeof v);
+        sum += v;
       }
     }
-  out:
     // Keep the loads: the sum goes nowhere, but the compiler cannot know.
     asm volatile("" : : "r"(sum));
   }
@@ -398,21 +392,17 @@ int ThreadPool::size() const { return impl_->n_threads; }
 
 std::string ThreadPool::describe() const { return impl_->description; }
 
-void ThreadPool::read_ahead_after_next_run(int thread, const void* p, size_t bytes, const void* p2, size_t bytes2) {
+void ThreadPool::read_ahead_after_next_run(int thread, const void* p, size_t bytes) {
   if (thread < 1 || thread >= impl_->n_threads) return;
   Impl::ReadAhead& r = impl_->read_ahead[thread];
   r.generation.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  if (!p) bytes = 0;
-  if (!p2) bytes2 = 0;
-  r.p[0].store(static_cast<const uint8_t*>(p), std::memory_order_relaxed);
-  r.bytes[0].store(bytes, std::memory_order_relaxed);
-  r.p[1].store(static_cast<const uint8_t*>(p2), std::memory_order_relaxed);
-  r.bytes[1].store(bytes2, std::memory_order_relaxed);
+  r.p.store(static_cast<const uint8_t*>(p), std::memory_order_relaxed);
+  r.bytes.store(p ? bytes : 0, std::memory_order_relaxed);
   // The next run_job publishes caller_generation + 1 (0 is never a job's
   // generation: it would wrap only after 2^32 runs, and then at worst one
   // read-ahead runs after the wrong job).
-  r.generation.store(bytes || bytes2 ? impl_->caller_generation + 1 : 0, std::memory_order_release);
+  r.generation.store(bytes ? impl_->caller_generation + 1 : 0, std::memory_order_release);
 }
 
 void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {

@@ -78,10 +78,8 @@ class ThreadPool {
   // memory bus would otherwise idle. A hint for that one run only: bytes == 0
   // clears it. The memory must stay readable as long as the pool exists (a
   // worker notices the next run only between 4 KB chunks). Call between
-  // runs, from the thread that calls run(). A second region [p2, p2 +
-  // bytes2), if given, is read in turns with the first, 4 KB of each.
-  void read_ahead_after_next_run(int thread, const void* p, size_t bytes, const void* p2 = nullptr,
-                                 size_t bytes2 = 0);
+  // runs, from the thread that calls run().
+  void read_ahead_after_next_run(int thread, const void* p, size_t bytes);
 
   // One line describing the threads and where they are pinned, e.g.
   // "2 threads, pinned to cores 0,1 (cpus 0,1)" or "2 threads, not pinned".

@@ -61,10 +61,6 @@ void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
                       size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                       size_t act_stride, int ncols, float* out, size_t out_stride);
-void gemv_two_q4_0_packed(int64_t k, size_t w_stride, const void* act, const void* w0, int nrows0, float* out0,
-                          const void* w1, int nrows1, float* out1);
-void gemv_two_q8_0_packed(int64_t k, size_t w_stride, const void* act, const void* w0, int nrows0, float* out0,
-                          const void* w1, int nrows1, float* out1);
 // Packed F16/BF16 (matmul_packed_float.cpp; need AVX-512 BF16 as well).
 void quantize_packed_float_act(const float* x, void* out, int64_t k);
 void gemm_f16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,

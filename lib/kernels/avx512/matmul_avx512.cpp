@@ -40,10 +40,8 @@ void* scratch(size_t bytes) {
 
 const MatmulKernel* avx512_packed_matmul_kernel(TensorType t) {
   using namespace avx512;
-  static const MatmulKernel q8_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q8_0_packed, q8_0_sums_bytes, true,
-                                 gemv_two_q8_0_packed};
-  static const MatmulKernel q4_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q4_0_packed, q8_0_sums_bytes, true,
-                                 gemv_two_q4_0_packed};
+  static const MatmulKernel q8_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q8_0_packed, q8_0_sums_bytes, true};
+  static const MatmulKernel q4_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q4_0_packed, q8_0_sums_bytes, true};
   static const MatmulKernel q4_k{TensorType::Q8_K, quantize_q8_k, gemm_q4_k_packed, nullptr, true};
   static const MatmulKernel q6_k{TensorType::Q8_K, quantize_q8_k, gemm_q6_k_packed, nullptr, true};
   static const MatmulKernel f16{TensorType::BF16, quantize_packed_float_act, gemm_f16_packed, packed_float_act_bytes,

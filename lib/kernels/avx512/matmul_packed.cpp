@@ -57,9 +57,8 @@ constexpr size_t prefetch_distance() {
   return C == 1 || NG > 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
 }
 
-// One column through gemm (decode with one thread, or where a pass mixes
-// kernels) reads one stream and prefetches it in bursts: every kBurstPairs
-// pairs, the next kBurstPairs pairs' lines
+// One column (decode) reads one stream per thread and prefetches it in
+// bursts: every kBurstPairs pairs, the next kBurstPairs pairs' lines
 // kPrefetchBytes ahead, as the Q4_K tile does per super-block. Against a
 // pair's lines at every pair, two runs per thread (the form before), TinyLlama
 // decode went 80 -> 97 tok/s for Q4_0 and 44-51 -> 50-56 for Q8_0 (Zen 5,
@@ -70,8 +69,7 @@ constexpr size_t prefetch_distance() {
 // The burst is non-temporal (prefetchnta): the lines are read once, and Q4_0
 // decode ran 0.5-7% faster than with T0 in 13 of 13 rounds (Zen 5, variants
 // in turns in one process); Q8_0 the same within noise. (The Q4_K and Q6_K
-// bursts stay T0: NTA measured 0-3% slower there.) With two threads, decode
-// reads two pieces side by side instead (gemv_two_packed, below).
+// bursts stay T0: NTA measured 0-3% slower there.)
 constexpr int kBurstPairs = 4;
 
 template <TensorType T>
@@ -104,16 +102,6 @@ struct PackedTile {
   void run_groups(int g, int c0, int span) const {
     const uint8_t* grp[NG];
     for (int i = 0; i < NG; ++i) grp[i] = w + static_cast<size_t>(g + i * span) * w_stride;
-    __m512 acc[NG][C];
-    accumulate<NG, C>(grp, span, c0, acc);
-    for (int i = 0; i < NG; ++i) store_group(out, out_stride, nrows, g + i * span, c0, acc[i]);
-  }
-
-  // The dots of the groups at grp[i] (span as in run_groups; 0 for streams
-  // that are unrelated pieces, each read on into its own next group) with
-  // columns [c0, c0 + C).
-  template <int NG, int C>
-  void accumulate(const uint8_t* const (&grp)[NG], int span, int c0, __m512 (&acc)[NG][C]) const {
     const uint8_t* qs[C];
     const float* ad[C];
     const int32_t* as[C];
@@ -123,6 +111,7 @@ struct PackedTile {
       ad[c] = reinterpret_cast<const float*>(col + sums_off);
       as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
     }
+    __m512 acc[NG][C];
     for (int i = 0; i < NG; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
     const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -167,13 +156,11 @@ struct PackedTile {
             i1 = _mm512_dpbusd_epi32(i1, W[0][j + 1], _mm512_set1_epi32(load_i32(a + 4 * j + 4)));
           }
           dot[0] = _mm512_add_epi32(i0, i1);
-        } else if ((T == TensorType::Q4_0 && C != 2) || C == 1) {
+        } else if (T == TensorType::Q4_0 && C != 2) {
           // Two chains per group (even and odd j), as for one group: Q4_0
           // decode +3%, 4 sequences +2-5%; 2 sequences -1.5-2% and Q8_0
           // -3% at 1-2 columns, which keep one chain per group (TinyLlama,
-          // variants stepped in turns in one process, 3+ rounds; those were
-          // two-group tiles within one piece). gemv_two's one column takes
-          // two chains as the one-group tile does (not measured against one).
+          // variants stepped in turns in one process, 3+ rounds).
           __m512i odd[NG];
           for (int i = 0; i < NG; ++i) dot[i] = offset, odd[i] = _mm512_setzero_si512();
           for (int j = 0; j < 8; j += 2) {
@@ -197,6 +184,7 @@ struct PackedTile {
           acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), _mm512_mul_ps(dw[i], da), acc[i][c]);
       }
     }
+    for (int i = 0; i < NG; ++i) store_group(out, out_stride, nrows, g + i * span, c0, acc[i]);
   }
 };
 
@@ -246,28 +234,6 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
   const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
                         act_stride, q8_0_sums_offset(k), out, out_stride};
   drive_pairs(t, nrows, ncols, T == TensorType::Q4_0 ? INT_MAX : 2);
-}
-
-// One column against two pieces of the same number of groups, read side by
-// side as two streams (MatmulKernel::gemv_two; model/matmul_op.cpp says why
-// and what it measured). Each stream prefetches a pair's lines per pair,
-// kPrefetchBytes ahead in its own piece and on into the memory after it,
-// where the thread's next piece of that stream starts (T0 and NTA measured
-// alike here).
-template <TensorType T>
-void gemv_two_packed(int64_t k, size_t w_stride, const void* act, const void* w0, int nrows0, float* out0,
-                     const void* w1, int nrows1, float* out1) {
-  const PackedTile<T> t{k / 32, nullptr, w_stride, 0, static_cast<const uint8_t*>(act), 0, q8_0_sums_offset(k),
-                        nullptr, 0};
-  const int ngroups = (nrows0 + kPackRows - 1) / kPackRows;
-  for (int g = 0; g < ngroups; ++g) {
-    const uint8_t* grp[2] = {static_cast<const uint8_t*>(w0) + static_cast<size_t>(g) * w_stride,
-                             static_cast<const uint8_t*>(w1) + static_cast<size_t>(g) * w_stride};
-    __m512 acc[2][1];
-    t.template accumulate<2, 1>(grp, 0, 0, acc);
-    store_group_column(out0 + g * kPackRows, nrows0, g, acc[0][0]);
-    store_group_column(out1 + g * kPackRows, nrows1, g, acc[1][0]);
-  }
 }
 
 // What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
@@ -601,14 +567,6 @@ void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
   gemm_packed<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
-}
-void gemv_two_q4_0_packed(int64_t k, size_t w_stride, const void* act, const void* w0, int nrows0, float* out0,
-                          const void* w1, int nrows1, float* out1) {
-  gemv_two_packed<TensorType::Q4_0>(k, w_stride, act, w0, nrows0, out0, w1, nrows1, out1);
-}
-void gemv_two_q8_0_packed(int64_t k, size_t w_stride, const void* act, const void* w0, int nrows0, float* out0,
-                          const void* w1, int nrows1, float* out1) {
-  gemv_two_packed<TensorType::Q8_0>(k, w_stride, act, w0, nrows0, out0, w1, nrows1, out1);
 }
 void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
