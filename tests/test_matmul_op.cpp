@@ -3,6 +3,7 @@
 // for bit, whatever the kernels of the pass's matrices.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
