@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "kernels/matmul.h"
+#include "kernels/prefetch.h"
 
 namespace brisk::kernels {
 struct AttendArgs;
@@ -110,20 +111,6 @@ static inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d)
   const __m256i cd = _mm256_packs_epi32(c, d);
   // packs works per 128-bit lane; undo the lane interleave.
   return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-// Prefetches the cache lines of [p, p + Bytes). Decode (one column) walks
-// the rows one after another, a single linear stream that the hardware
-// prefetcher follows well; measured on Zen 4, reading 2 or 4 rows side by
-// side instead cut DRAM throughput by 30-50% (rows are only ~1-4 KB, too
-// short for per-stream training). The software prefetch a few KB ahead only
-// covers stream starts and page crossings. Multi-column tiles read R rows
-// side by side and prefetch the next row groups. Prefetches past the end of
-// the matrix are harmless.
-template <int Bytes>
-static inline void prefetch_bytes(const uint8_t* p) {
-  for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
-  if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), _MM_HINT_T0);
 }
 
 // Bytes ahead of the current weight position to prefetch.

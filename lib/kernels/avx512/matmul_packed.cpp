@@ -126,7 +126,7 @@ struct PackedTile {
         const uint8_t* pair = grp[i] + pair_off;
         if constexpr (C == 1 && NG == 1) {
           if (b % (2 * kBurstPairs) == 0)
-            prefetch_bytes<kBurstPairs * kPairBytes, _MM_HINT_NTA>(grp[i] + pair_off + kPrefetchBytes);
+            prefetch_stream_bytes<kBurstPairs * kPairBytes, _MM_HINT_NTA>(grp[i] + pair_off + kPrefetchBytes);
         } else if ((b & 1) == 0) {
           // Once per pair, its lines ahead in the same stream.
           prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride, span));
@@ -298,7 +298,7 @@ struct Q4KTile : KTile {
         0x80078007, 0x80068006, 0x80058005, 0x80048004, 0x80038003, 0x80028002, 0x80018001, 0x80008000);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      prefetch_bytes<kQ4KSuperBytes>(sb + kPrefetchBytes);
+      prefetch_weights<C, kQ4KSuperBytes>(sb + kPrefetchBytes);
       __m512 t0[C], t1[C];
       __m512i m0[C], m1[C];
       for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), m0[c] = m1[c] = _mm512_setzero_si512();
@@ -363,7 +363,7 @@ struct Q4KTile : KTile {
     alignas(64) float scf[8][16], mnf[8][16];
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      prefetch_bytes<kQ4KSuperBytes>(sb + kPrefetchBytes);
+      prefetch_weights<C, kQ4KSuperBytes>(sb + kPrefetchBytes);
       for (int s = 0; s < 8; ++s) {
         _mm512_store_ps(scf[s], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s)))));
@@ -431,7 +431,7 @@ struct Q6KTile : KTile {
     const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
+      prefetch_weights<C, kQ6KSuperBytes>(sb + kPrefetchBytes);
       __m512 t0[C], t1[C];
       __m512i offs[C];
       for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), offs[c] = _mm512_setzero_si512();
@@ -494,7 +494,7 @@ struct Q6KTile : KTile {
     alignas(64) float scf[16][16];
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
+      prefetch_weights<C, kQ6KSuperBytes>(sb + kPrefetchBytes);
       for (int s = 0; s < 16; ++s)
         _mm512_store_ps(scf[s], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 16 * s)))));

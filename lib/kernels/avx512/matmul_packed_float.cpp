@@ -67,6 +67,11 @@ struct ExactTile {
         // One line 4.5 KB ahead per line read: TinyLlama F16 decode +6%
         // (30.2 -> 32.0 tok/s) and a 16-token prompt 1.8x (95 -> 174 tok/s),
         // alternating processes.
+        // No page touches here (kernels/prefetch.h): with them F16 decode
+        // fell from 27 to 18-19 tok/s (two builds alternating), whether per
+        // line or once per page; one stream with touched NTA bursts, like
+        // Q4_0's, decoded 20% slower than these 4 runs (23.6-26.2 against
+        // 29.2-31.6 tok/s).
         _mm_prefetch(reinterpret_cast<const char*>(grp[i] + prefetch_offset<NG>(at, kPrefetchBytes, w_stride, span)),
                      _MM_HINT_T0);
         wl[i] = L::lo(grp[i] + at);
