@@ -144,8 +144,8 @@ TEST_CASE("read_sum agrees with the reference on every ISA, at any alignment and
   const VecKernels& ref = *ref_vec_kernels();
   // The reference itself on a case worked by hand: two words and 3 tail bytes.
   const uint8_t small[19] = {1, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 2, 1, 0};
-  CHECK(ref.read_sum(small, 16, 1) == 0);  // 1 + (2^64 - 1) wraps
-  CHECK(ref.read_sum(small, 19, 1) == 0x0102);
+  CHECK(ref.read_sum(small, 16, 1, false) == 0);  // 1 + (2^64 - 1) wraps
+  CHECK(ref.read_sum(small, 19, 1, false) == 0x0102);
   for (Isa isa : {Isa::avx2, Isa::avx512}) {
     const VecKernels* k = vec_kernels_for(isa);
     if (!k) {
@@ -153,11 +153,12 @@ TEST_CASE("read_sum agrees with the reference on every ISA, at any alignment and
       continue;
     }
     for (int streams : {2, 4})
-      for (size_t off : {0, 1, 7, 64})
-        for (size_t n : {0, 5, 8, 127, 128, 255, 256, 257, 511, 512, 513, 1000, 1025, 2047, 2048, 4096, 5000}) {
-          INFO(isa_name(isa) << " streams " << streams << " offset " << off << " bytes " << n);
-          CHECK(k->read_sum(buf.data() + off, n, streams) == ref.read_sum(buf.data() + off, n, 1));
-        }
+      for (bool touch : {false, true})
+        for (size_t off : {0, 1, 7, 64})
+          for (size_t n : {0, 5, 8, 127, 128, 255, 256, 257, 511, 512, 513, 1000, 1025, 2047, 2048, 4096, 5000}) {
+            INFO(isa_name(isa) << " streams " << streams << " touch " << touch << " offset " << off << " bytes " << n);
+            CHECK(k->read_sum(buf.data() + off, n, streams, touch) == ref.read_sum(buf.data() + off, n, 1, false));
+          }
   }
 }
 

@@ -360,7 +360,8 @@ BRISK_API brisk_status brisk_engine_step(brisk_engine *engine, uint32_t *n_activ
  * brisk_model_file_size() bytes decodes at most gb_per_s * 1e9 / size steps
  * per second). Each pass streams a fresh buffer of `bytes` (0: 512 MiB; it
  * should be far larger than the last-level cache), split across the
- * threads; the median over `passes` (0: 8) goes to *out_median_gb_per_s,
+ * threads, in each of a few read patterns; the fastest pattern's median
+ * over `passes` (0: 8) goes to *out_median_gb_per_s,
  * the extremes to *out_min / *out_max (either may be NULL), in 1e9 bytes/s.
  * The buffer is released before the call returns. Like brisk_engine_step,
  * one thread at a time per engine. Added in ABI 0.3. */

@@ -12,11 +12,12 @@ struct ReadBandwidth {
 };
 
 // Reads a fresh buffer of `bytes` (rounded up to a page; it should be much
-// larger than the last-level cache) `passes` times in each of two patterns,
-// each thread streaming one contiguous share with the active ISA's read_sum
-// as two streams (as the packed decode kernels read) and as four, the
-// passes in turns, and returns the better pattern's median and the min and
-// max over all passes: the host's moment decides which pattern reads faster. The buffer is first written by the
+// larger than the last-level cache) `passes` times in each of three
+// patterns, each thread streaming one contiguous share with the active ISA's
+// read_sum as two streams, as four, and as two with their pages touched
+// ahead (as the decode kernels touch theirs), the passes in turns, and
+// returns the best pattern's median and the min and max over all passes:
+// the host's moment decides which pattern reads fastest. The buffer is first written by the
 // threads that later read it (first touch on the reading thread's node) and
 // unmapped before returning, so it leaves no trace in the process's memory.
 // Throws BRISK_ERR_OUT_OF_MEMORY if it cannot be mapped.

@@ -83,25 +83,31 @@ void from_f32(TensorType type, const float* src, void* dst, int n) {
 }
 
 // The bytes as N equal parts read side by side, U 32-byte loads of each in
-// turn, into four independent chains of adds; the tail goes to the
-// reference. Two streams or four (see avx512/vec_avx512.cpp, read_sum).
-template <int N, int U>
+// turn, into four independent chains of adds (with Touch, each part's pages
+// touched ahead); the tail goes to the reference. Two streams or four (see
+// avx512/vec_avx512.cpp, read_sum).
+template <int N, int U, bool Touch>
 uint64_t read_streams(const uint8_t* b, size_t bytes) {
   __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
   const size_t part = bytes / (N * 32 * U) * (32 * U);
-  for (size_t i = 0; i < part; i += 32 * U)
+  for (size_t i = 0; i < part; i += 32 * U) {
+    if constexpr (Touch)
+      for (int n = 0; n < N; ++n) touch_pages_ahead(b + n * part + i, 32 * U);
     for (int u = 0; u < U; ++u)
       for (int n = 0; n < N; ++n)
         s[(u * N + n) % 4] = _mm256_add_epi64(
             s[(u * N + n) % 4], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + n * part + i + 32 * u)));
+  }
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3])));
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + ref_vec_kernels()->read_sum(b + N * part, bytes - N * part, 1);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3] +
+         ref_vec_kernels()->read_sum(b + N * part, bytes - N * part, 1, false);
 }
 
-uint64_t read_sum(const void* p, size_t bytes, int streams) {
+uint64_t read_sum(const void* p, size_t bytes, int streams, bool touch_pages) {
   const auto* b = static_cast<const uint8_t*>(p);
-  return streams == 4 ? read_streams<4, 2>(b, bytes) : read_streams<2, 4>(b, bytes);
+  if (touch_pages) return streams == 4 ? read_streams<4, 2, true>(b, bytes) : read_streams<2, 4, true>(b, bytes);
+  return streams == 4 ? read_streams<4, 2, false>(b, bytes) : read_streams<2, 4, false>(b, bytes);
 }
 
 const VecKernels kTable{to_f32, dot, axpy, avx2::attend, ops::swiglu, from_f32, read_sum};

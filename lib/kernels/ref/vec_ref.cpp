@@ -25,7 +25,7 @@ void axpy(float* y, float a, const float* x, int n) {
 
 void from_f32(TensorType type, const float* src, void* dst, int n) { quant::quantize_row(type, src, dst, n); }
 
-uint64_t read_sum(const void* p, size_t bytes, int /*streams*/) {
+uint64_t read_sum(const void* p, size_t bytes, int /*streams*/, bool /*touch_pages*/) {
   const auto* b = static_cast<const uint8_t*>(p);
   uint64_t s = 0;
   size_t i = 0;
