@@ -67,13 +67,13 @@ struct ExactTile {
         // One line 4.5 KB ahead per line read: TinyLlama F16 decode +6%
         // (30.2 -> 32.0 tok/s) and a 16-token prompt 1.8x (95 -> 174 tok/s),
         // alternating processes.
-        // No page touches here (kernels/prefetch.h): with them F16 decode
-        // fell from 27 to 18-19 tok/s (two builds alternating), whether per
-        // line or once per page; one stream with touched NTA bursts, like
-        // Q4_0's, decoded 20% slower than these 4 runs (23.6-26.2 against
-        // 29.2-31.6 tok/s).
         _mm_prefetch(reinterpret_cast<const char*>(grp[i] + prefetch_offset<NG>(at, kPrefetchBytes, w_stride, span)),
                      _MM_HINT_T0);
+        // Decode (one stream) also touches its pages 32 KiB ahead
+        // (kernels/prefetch.h), every 8 lines. Tiles of several streams do
+        // not: there the touches cost 20-40% (see gemm_exact).
+        if constexpr (NG == 1 && C == 1)
+          if (p % 8 == 0) touch_pages_ahead(grp[i] + at, 512);
         wl[i] = L::lo(grp[i] + at);
         wh[i] = L::hi(grp[i] + at);
       }
@@ -100,11 +100,18 @@ struct ExactTile {
   }
 };
 
-// Several weight streams per thread keep more DRAM reads in flight than one.
-// Measured on TinyLlama F16 with the variants stepped in turns in one
-// process: 1-2 columns read 4 groups side by side (decode 31.1 -> 32.3 tok/s
-// with 2 groups, 29.7 -> 31.1 with 4 rather than 2, 32.6 vs 29.0 against 8;
-// 2 sequences 58.2 -> 66.3, then +4%), 3-4 columns 2 groups (4 sequences
+// Decode (one column) reads one stream per thread, its pages touched ahead:
+// TinyLlama F16, variants chosen at run time in turns, 7 rounds: 21-37.5
+// tok/s (92-107% of the bandwidth probe; the host gave 45-87 GB/s) against
+// 18.5-24.3 (58-90%) for the 4 runs below, the best form without
+// touches; two builds alternating, 33.3-37.2 against 27.0-32.8 tok/s with
+// the host at 66-81 GB/s, even at 36-40 GB/s. With touches, 2 or 4 runs
+// read 15-22 tok/s and 4 runs without line prefetches 14-19; one stream
+// with non-temporal bursts (Q4_0's form) 24-26.
+// Otherwise several weight streams per thread keep more DRAM reads in
+// flight than one. Measured on TinyLlama F16 with the variants stepped in
+// turns in one process: 2 columns read 4 groups side by side (2 sequences
+// 58.2 -> 66.3 tok/s, then +4%), 3-4 columns 2 groups (4 sequences
 // 89 -> 111), and from 5 columns one group with 8-column tiles, which read
 // the weights once (8 sequences 153 against 134 with pairs of 4).
 template <typename L>
@@ -113,6 +120,10 @@ void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const u
   const ExactTile<L> t{k / 2, w, w_stride, nrows, act, act_stride, out, out_stride};
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   int g = 0;
+  if (ncols == 1) {
+    for (; g < ngroups; ++g) t.template run<1>(g, 0);
+    return;
+  }
   if (ncols <= 2) g = for_each_stream_tile<4, 2>(t, g, ngroups, 0, ncols, true);
   if (ncols <= 4) g = for_each_stream_tile<2, 4>(t, g, ngroups, 0, ncols, true);
   for (; g < ngroups; ++g) for_each_col_tile<8>(t, g, 0, ncols);
