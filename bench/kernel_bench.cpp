@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <exception>
 
 #include "core/tensor_type.h"
 #include "gguf/gguf.h"
@@ -34,17 +35,39 @@
 
 using namespace brisk;
 
+static const char kUsage[] =
+    "usage: brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20]\n"
+    "       brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1]\n"
+    "       brisk_kernel_bench --attend [positions=600] [head_dim=64] [group=8] [kv_heads=4] [reps=400]\n"
+    "arguments are positional: \"1,8\", not \"cols=1,8\"\n";
+
+[[noreturn]] static void usage_error(const std::string& what) {
+  std::fprintf(stderr, "brisk_kernel_bench: %s\n%s", what.c_str(), kUsage);
+  std::exit(2);
+}
+
+// A positive count, or the usage and exit 2 (atoi would turn "cols=8" into 0).
+static int parse_count(const std::string& arg, const char* what) {
+  char* end = nullptr;
+  const long v = std::strtol(arg.c_str(), &end, 10);
+  if (arg.empty() || *end != '\0' || v <= 0 || v > (1 << 24)) usage_error(std::string("bad ") + what + " '" + arg + "'");
+  return static_cast<int>(v);
+}
+
 static std::vector<int> parse_cols(const std::string& arg) {
   std::vector<int> v;
   std::stringstream ss(arg);
-  for (std::string s; std::getline(ss, s, ',');) v.push_back(std::atoi(s.c_str()));
+  for (std::string s; std::getline(ss, s, ',');) v.push_back(parse_count(s, "column count"));
+  if (v.empty()) usage_error("no column counts");
+  for (int c : v)
+    if (c > 64) usage_error("at most 64 columns");
   return v;
 }
 
-static int model_mode(int argc, char** argv) {
+static int model_mode(int argc, char** argv) try {
   gguf::File f(argv[2]);
   const std::vector<int> cols = parse_cols(argc > 3 ? argv[3] : "1,8");
-  const int reps = argc > 4 ? std::atoi(argv[4]) : 3;
+  const int reps = argc > 4 ? parse_count(argv[4], "repetitions") : 3;
   const bool copy = argc > 5 && std::atoi(argv[5]) != 0;
   struct M {
     const uint8_t* w;
@@ -101,14 +124,17 @@ static int model_mode(int argc, char** argv) {
                 macs * ncols / t / 1e9, total / t / 1e9, ncols / t);
   }
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "brisk_kernel_bench: %s\n", e.what());
+  return 1;
 }
 
 static int attend_mode(int argc, char** argv) {
-  const int n_pos = argc > 2 ? std::atoi(argv[2]) : 600;
-  const int hd = argc > 3 ? std::atoi(argv[3]) : 64;
-  const int group = argc > 4 ? std::atoi(argv[4]) : 8;
-  const int kv_heads = argc > 5 ? std::atoi(argv[5]) : 4;
-  const int reps = argc > 6 ? std::atoi(argv[6]) : 400;
+  const int n_pos = argc > 2 ? parse_count(argv[2], "positions") : 600;
+  const int hd = argc > 3 ? parse_count(argv[3], "head_dim") : 64;
+  const int group = argc > 4 ? parse_count(argv[4], "group") : 8;
+  const int kv_heads = argc > 5 ? parse_count(argv[5], "kv_heads") : 4;
+  const int reps = argc > 6 ? parse_count(argv[6], "repetitions") : 400;
   if (n_pos < 1 || hd < 1 || group < 1 || kv_heads < 1 || reps < 1) {
     std::fprintf(stderr, "brisk_kernel_bench --attend: every argument must be positive\n");
     return 1;
@@ -166,15 +192,21 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "--model") return model_mode(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "--attend") return attend_mode(argc, argv);
   const std::string type_name = argc > 1 ? argv[1] : "q4_0";
-  const int64_t k = argc > 2 ? std::atoll(argv[2]) : 2048;
-  const int rows = argc > 3 ? std::atoi(argv[3]) : 5632;
+  if (type_name == "-h" || type_name == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const int64_t k = argc > 2 ? parse_count(argv[2], "k") : 2048;
+  const int rows = argc > 3 ? parse_count(argv[3], "rows") : 5632;
   const std::string cols_arg = argc > 4 ? argv[4] : "1,2,4,8,16";
-  const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
+  const int reps = argc > 5 ? parse_count(argv[5], "repetitions") : 20;
   TensorType type;
   if (!parse_type_name(type_name, &type)) {
     std::fprintf(stderr, "unknown type %s\n", type_name.c_str());
     return 1;
   }
+  if (k % type_traits(type).block_size != 0)
+    usage_error("k must be a multiple of " + std::to_string(type_traits(type).block_size) + " for " + type_name);
   const kernels::MatmulKernel& kern = kernels::matmul_kernel(type);
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -185,9 +217,7 @@ int main(int argc, char** argv) {
     for (auto& v : tmp) v = nd(rng);
     quant::quantize_row(type, tmp.data(), w.data() + wrow * r, k);
   }
-  std::vector<int> col_list;
-  std::stringstream ss(cols_arg);
-  for (std::string s; std::getline(ss, s, ',');) col_list.push_back(std::atoi(s.c_str()));
+  const std::vector<int> col_list = parse_cols(cols_arg);
   std::printf("%s isa=%s k=%lld rows=%d (%.1f MiB)\n", type_name.c_str(), kernels::isa_name(kernels::active_isa()),
               static_cast<long long>(k), rows, w.size() / 1048576.0);
   // Packed copy of the same rows, when this ISA has a packed kernel.
