@@ -6,7 +6,8 @@
 //   brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20]
 //   brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1]
 //     every weight matrix of the file in order (one forward pass's matmuls),
-//     read from the mapping or from an anonymous huge-page copy (copy=1).
+//     read from the mapping, from an anonymous huge-page copy (copy=1) or,
+//     as the engine reads them, repacked where that pays (copy=2).
 //   brisk_kernel_bench --attend [positions=600] [head_dim=64] [group=8] [kv_heads=4] [reps=400]
 //     the fused attention (kernels/vec.h, attend) of kv_heads KV heads with
 //     `group` query heads each over an F16 cache in L2, one thread; the
@@ -37,7 +38,7 @@ using namespace brisk;
 
 static const char kUsage[] =
     "usage: brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20]\n"
-    "       brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1]\n"
+    "       brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1|2]\n"
     "       brisk_kernel_bench --attend [positions=600] [head_dim=64] [group=8] [kv_heads=4] [reps=400]\n"
     "arguments are positional: \"1,8\", not \"cols=1,8\"\n";
 
@@ -68,22 +69,56 @@ static int model_mode(int argc, char** argv) try {
   gguf::File f(argv[2]);
   const std::vector<int> cols = parse_cols(argc > 3 ? argv[3] : "1,8");
   const int reps = argc > 4 ? parse_count(argv[4], "repetitions") : 3;
-  const bool copy = argc > 5 && std::atoi(argv[5]) != 0;
+  const int copy = argc > 5 ? std::atoi(argv[5]) : 0;
+  if (copy < 0 || copy > 2) usage_error("copy must be 0, 1 or 2");
   struct M {
     const uint8_t* w;
     TensorType type;
     int64_t k;
     int rows;
+    const kernels::MatmulKernel* kern;
+    size_t stride;  // bytes per row (row-major) or per 16-row group (packed)
   };
   std::vector<M> ms;
   size_t total = 0;
   for (const auto& t : f.tensors())
     if (t.n_dims == 2 && t.name != "token_embd.weight") {
-      ms.push_back({t.data, t.type, t.ne[0], static_cast<int>(t.n_rows())});
+      ms.push_back({t.data, t.type, t.ne[0], static_cast<int>(t.n_rows()), &kernels::matmul_kernel(t.type),
+                    row_bytes(t.type, t.ne[0])});
       total += t.n_bytes;
     }
   uint8_t* buf = nullptr;
-  if (copy) {
+  if (copy == 2) {
+    // The engine's form: weights repacked (kernels/packed.h) where this ISA
+    // has a packed kernel, each matrix 64-byte aligned on huge pages.
+    size_t need = 0;
+    for (const M& m : ms)
+      if (kernels::packed_matmul_kernel(m.type))
+        need += (kernels::packed_group_bytes(m.type, m.k) * ((m.rows + kernels::kPackRows - 1) / kernels::kPackRows) + 63) & ~size_t{63};
+    void* p = mmap(nullptr, need + (2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) usage_error("cannot allocate the packed copy");
+    buf = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + (2 << 20) - 1) & ~uintptr_t((2 << 20) - 1));
+    madvise(buf, need, MADV_HUGEPAGE);
+    size_t off = 0;
+    total = 0;
+    for (M& m : ms) {
+      const kernels::MatmulKernel* pk = kernels::packed_matmul_kernel(m.type);
+      if (!pk) {
+        total += row_bytes(m.type, m.k) * m.rows;
+        continue;
+      }
+      const size_t gb = kernels::packed_group_bytes(m.type, m.k);
+      const int ng = (m.rows + kernels::kPackRows - 1) / kernels::kPackRows;
+      for (int g = 0; g < ng; ++g)
+        kernels::pack_row_group(m.type, m.w + m.stride * g * kernels::kPackRows, m.stride,
+                                std::min(kernels::kPackRows, m.rows - g * kernels::kPackRows), m.k, buf + off + gb * g);
+      m.w = buf + off;
+      m.kern = pk;
+      m.stride = gb;
+      total += gb * ng;
+      off += (gb * ng + 63) & ~size_t{63};
+    }
+  } else if (copy == 1) {
     void* p = mmap(nullptr, total + (2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     buf = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + (2 << 20) - 1) & ~uintptr_t((2 << 20) - 1));
     madvise(buf, total, MADV_HUGEPAGE);
@@ -97,7 +132,7 @@ static int model_mode(int argc, char** argv) try {
   }
   double macs = 0;
   for (const M& m : ms) macs += static_cast<double>(m.k) * m.rows;
-  std::printf("%zu matrices, %.1f MiB, %s\n", ms.size(), total / 1048576.0, copy ? "anonymous huge-page copy" : "mapped file");
+  std::printf("%zu matrices, %.1f MiB, %s\n", ms.size(), total / 1048576.0, copy == 2 ? "packed huge-page copy" : copy ? "anonymous huge-page copy" : "mapped file");
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (int ncols : cols) {
@@ -108,12 +143,12 @@ static int model_mode(int argc, char** argv) try {
     for (int i = 0; i < reps + 1; ++i) {
       double t = 0;
       for (const M& m : ms) {
-        const kernels::MatmulKernel& kern = kernels::matmul_kernel(m.type);
-        const size_t astride = row_bytes(kern.act_type, m.k);
+        const kernels::MatmulKernel& kern = *m.kern;
+        const size_t astride = kernels::act_column_bytes(kern, m.k);
         act.resize(astride * ncols);
         for (int c = 0; c < ncols; ++c) kern.quantize_act(x.data() + c * m.k, act.data() + astride * c, m.k);
         const auto t0 = std::chrono::steady_clock::now();
-        kern.gemm(m.k, m.w, row_bytes(m.type, m.k), m.rows, act.data(), astride, ncols, out.data(), m.rows);
+        kern.gemm(m.k, m.w, m.stride, m.rows, act.data(), astride, ncols, out.data(), m.rows);
         t += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
       if (i > 0) times.push_back(t);

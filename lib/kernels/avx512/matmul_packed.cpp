@@ -246,8 +246,8 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 // as branches per iteration. Against the rolled run_columns (L2-resident
 // weights, one core, kernel_bench of both builds pinned to the same core):
 // Q6_K 1-3 columns +50%, 4 columns +40%; Q4_K 2 columns +25%, 4 columns
-// +17%. Q4_K's single column is the exception: run_few read 20% slower
-// there than the rolled loop (53 against 69 GB/s), so it keeps run_columns.
+// +17%. Q4_K's single column has its own form (Q4KTile::run_one): run_few
+// read 5-20% slower there than the rolled loop.
 // From 5 columns on (prompt tiles of 8) both stay rolled: unrolled was 2-5%
 // slower there.
 constexpr int kUnrollCols = 4;
@@ -343,9 +343,75 @@ struct Q4KTile : KTile {
     store_group(out, out_stride, nrows, g, c0, acc);
   }
 
+  // One column (decode). Each 64-byte load of nibbles feeds both its
+  // sub-blocks (low nibbles 2j, high nibbles 2j+1 used in place as 16 x the
+  // weight); the sub-block scales multiply the integer dots in integers
+  // (vpmulld), so the float work is one convert and FMA per super-block
+  // rather than per sub-block. Bounds: a sub-block dot is at most
+  // 32 x 15 x 128 = 61440 in magnitude, times a 6-bit scale, times 16 for
+  // the high nibbles, summed over 4 sub-blocks: 2.5e8, well inside int32.
+  // Weights in L2 (kernel_bench q4_k 4096 256 1, one core, variants in
+  // turns): 64-65 against 54-55 GB/s for run_columns<1>, the form before.
+  // TinyLlama decode, where the weights come from DRAM, measured the same
+  // (Q4_K_M, 4 rounds: 93.7-107.5 against 98.7-108.6 tok/s, then 98.2-111.7
+  // against 95.3-116.6): it matters where compute binds, e.g. with a core
+  // shared. Its mins term alone is 12% of its time in L2 (skipped, as a
+  // test, 70-71.5 GB/s) and nothing in decode. Prefetch variants measured in
+  // decode (Q4_K model, 3-4 rounds): distances 0-3 KB alike, 9 KB -10%;
+  // non-temporal per super-block or every two, or per 512-byte run, alike
+  // or up to -10%; so it keeps the T0 lines per super-block.
+  void run_one(int g, int c0) const {
+    const uint8_t* grp = group(g);
+    const quant::BlockQ8_K* a[1];
+    columns(c0, a);
+    __m512 acc = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+    const __m512i lo = _mm512_set1_epi8(0x0F);
+    const __m512i dup_idx = _mm512_set_epi32(
+        0x800F800F, 0x800E800E, 0x800D800D, 0x800C800C, 0x800B800B, 0x800A800A, 0x80098009, 0x80088008,
+        0x80078007, 0x80068006, 0x80058005, 0x80048004, 0x80038003, 0x80028002, 0x80018001, 0x80008000);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
+      const quant::BlockQ8_K& ab = a[0][b];
+      prefetch_weights<1, kQ4KSuperBytes>(sb + kPrefetchBytes);
+      __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
+        const uint8_t* run = sb + 320 + 512 * j;
+        const int8_t* xe = ab.qs + 64 * j;
+        __m512i e0 = _mm512_setzero_si512(), e1 = e0, o0 = e0, o1 = e0;
+        _Pragma("GCC unroll 8") for (int m = 0; m < 8; m += 2) {
+          const __m512i q0 = _mm512_loadu_si512(run + 64 * m), q1 = _mm512_loadu_si512(run + 64 * m + 64);
+          e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), _mm512_set1_epi32(load_i32(xe + 4 * m)));
+          e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), _mm512_set1_epi32(load_i32(xe + 4 * m + 4)));
+          o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
+          o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
+        }
+        const __m512i sce = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 32 * j)));
+        const __m512i sco = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 80 + 32 * j)));
+        even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), sce));
+        odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), sco));
+        for (int h = 0; h < 2; ++h) {
+          const __m512i mn = _mm512_shuffle_epi8(
+              _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192 + 32 * j + 16 * h))),
+              dup_idx);
+          mins = _mm512_dpwssd_epi32(mins, mn, _mm512_set1_epi32(load_i32(ab.bsums + 4 * j + 2 * h)));
+        }
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
+      const __m512 da = _mm512_set1_ps(ab.d);
+      const __m512i dot = _mm512_add_epi32(even, _mm512_srai_epi32(odd, 4));
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(dot), acc);
+      accm = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(mins), accm);
+    }
+    const __m512 r[1] = {_mm512_sub_ps(acc, accm)};
+    store_group(out, out_stride, nrows, g, c0, r);
+  }
+
   template <int C>
   void run(int g, int c0) const {
-    if constexpr (C >= 2 && C <= kUnrollCols) {
+    if constexpr (C == 1) {
+      run_one(g, c0);
+    } else if constexpr (C <= kUnrollCols) {
       run_few<C>(g, c0);
     } else {
       run_columns<C>(g, c0);
