@@ -31,7 +31,7 @@ struct VecKernels {
   // a last partial word zero-extended: a pure streaming read for measuring
   // memory bandwidth (brisk bench's decode ceiling) that no compiler can
   // drop. Any alignment. The SIMD versions read the bytes as `streams`
-  // (2 or 4) equal parts side by side and, with touch_pages, touch each
+  // (1, 2 or 4) equal parts side by side and, with touch_pages, touch each
   // part's pages ahead as the single-stream kernels do (kernels/prefetch.h);
   // the reference ignores both.
   uint64_t (*read_sum)(const void* p, size_t bytes, int streams, bool touch_pages);

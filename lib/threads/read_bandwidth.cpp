@@ -29,15 +29,15 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int passes)
 
   const kernels::VecKernels& vk = kernels::vec_kernels();
   std::vector<uint64_t> sums(static_cast<size_t>(n));
-  // Three read patterns in turns (kernels/vec.h, read_sum: two or four
-  // streams per thread, and two with their pages touched ahead as the
-  // decode kernels touch theirs); which one is fastest changes with the
+  // Four read patterns in turns (kernels/vec.h, read_sum: two or four
+  // streams per thread, and one or two with their pages touched ahead as
+  // the decode kernels touch theirs); which one is fastest changes with the
   // host's moment.
   struct Pattern {
     int streams;
     bool touch_pages;
   };
-  constexpr Pattern kPatterns[] = {{2, false}, {4, false}, {2, true}};
+  constexpr Pattern kPatterns[] = {{2, false}, {4, false}, {2, true}, {1, true}};
   constexpr int kNumPatterns = sizeof kPatterns / sizeof kPatterns[0];
   std::vector<double> gbs[kNumPatterns];
   for (int p = 0; p < kNumPatterns * passes; ++p) {

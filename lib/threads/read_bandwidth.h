@@ -12,10 +12,10 @@ struct ReadBandwidth {
 };
 
 // Reads a fresh buffer of `bytes` (rounded up to a page; it should be much
-// larger than the last-level cache) `passes` times in each of three
+// larger than the last-level cache) `passes` times in each of four
 // patterns, each thread streaming one contiguous share with the active ISA's
-// read_sum as two streams, as four, and as two with their pages touched
-// ahead (as the decode kernels touch theirs), the passes in turns, and
+// read_sum as two streams, as four, and as one or two with their pages
+// touched ahead (as the decode kernels touch theirs), the passes in turns, and
 // returns the best pattern's median and the min and max over all passes:
 // the host's moment decides which pattern reads fastest. The buffer is first written by the
 // threads that later read it (first touch on the reading thread's node) and

@@ -84,7 +84,7 @@ void from_f32(TensorType type, const float* src, void* dst, int n) {
 
 // The bytes as N equal parts read side by side, U 32-byte loads of each in
 // turn, into four independent chains of adds (with Touch, each part's pages
-// touched ahead); the tail goes to the reference. Two streams or four (see
+// touched ahead); the tail goes to the reference. One, two or four (see
 // avx512/vec_avx512.cpp, read_sum).
 template <int N, int U, bool Touch>
 uint64_t read_streams(const uint8_t* b, size_t bytes) {
@@ -106,6 +106,7 @@ uint64_t read_streams(const uint8_t* b, size_t bytes) {
 
 uint64_t read_sum(const void* p, size_t bytes, int streams, bool touch_pages) {
   const auto* b = static_cast<const uint8_t*>(p);
+  if (streams == 1) return touch_pages ? read_streams<1, 8, true>(b, bytes) : read_streams<1, 8, false>(b, bytes);
   if (touch_pages) return streams == 4 ? read_streams<4, 2, true>(b, bytes) : read_streams<2, 4, true>(b, bytes);
   return streams == 4 ? read_streams<4, 2, false>(b, bytes) : read_streams<2, 4, false>(b, bytes);
 }

@@ -121,9 +121,12 @@ uint64_t read_streams(const uint8_t* b, size_t bytes) {
 // the better of the two: a ceiling must be the best read, not the simplest.
 // For the same reason it also reads two streams with their pages touched
 // ahead, the trick that sped up the decode kernels (kernels/prefetch.h),
-// although plain reads gained little from it there (-8% to +8%).
+// although plain reads gained little from it there (-8% to +8%), and one
+// stream with touched pages, the form of the one-column (decode) kernels,
+// which at times read faster than any of the others (up to 107% of them).
 uint64_t read_sum(const void* p, size_t bytes, int streams, bool touch_pages) {
   const auto* b = static_cast<const uint8_t*>(p);
+  if (streams == 1) return touch_pages ? read_streams<1, 8, true>(b, bytes) : read_streams<1, 8, false>(b, bytes);
   if (touch_pages) return streams == 4 ? read_streams<4, 2, true>(b, bytes) : read_streams<2, 4, true>(b, bytes);
   return streams == 4 ? read_streams<4, 2, false>(b, bytes) : read_streams<2, 4, false>(b, bytes);
 }
