@@ -70,8 +70,9 @@ constexpr size_t prefetch_distance() {
 // decode ran 0.5-7% faster than with T0 in 13 of 13 rounds (Zen 5, variants
 // in turns in one process); Q8_0 the same within noise there, and ahead of
 // T0 by 2-13% in 6 of 6 pairs of two builds alternating (Q4_0 then mixed,
-// -15% to +16%). (The Q4_K and Q6_K
-// bursts stay T0: NTA measured 0-3% slower there.)
+// -15% to +16%). The Q4_K and Q6_K one-column tiles prefetch their
+// super-blocks non-temporal too (see Q4KTile::run_one); their wider tiles
+// keep T0.
 constexpr int kBurstPairs = 4;
 
 template <TensorType T>
@@ -363,10 +364,13 @@ struct Q4KTile : KTile {
   // (Q4_K_M, 4 rounds: 93.7-107.5 against 98.7-108.6 tok/s, then 98.2-111.7
   // against 95.3-116.6): it matters where compute binds, e.g. with a core
   // shared. Its mins term alone is 12% of its time in L2 (skipped, as a
-  // test, 70-71.5 GB/s) and nothing in decode. Prefetch variants measured in
-  // decode (Q4_K model, 3-4 rounds): distances 0-3 KB alike, 9 KB -10%;
-  // non-temporal per super-block or every two, or per 512-byte run, alike
-  // or up to -10%; so it keeps the T0 lines per super-block.
+  // test, 70-71.5 GB/s) and nothing in decode. Its prefetch (and Q6_K's at
+  // one column) is non-temporal: two builds alternating, TinyLlama, 5
+  // repetitions per bench: Q4_K model 81-93% of the probe with T0 against
+  // 86-112% (4 rounds), Q4_K_M median 84% against 85% (97.3 against 96.5
+  // tok/s, 8 rounds). (Chosen at run time inside one build, NTA had first
+  // measured slower: the branch itself slowed the T0 path.) Distances of
+  // 0-3 KB measured alike, 9 KB -10%; a prefetch per 512-byte run -20%.
   void run_one(int g, int c0) const {
     const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[1];
@@ -376,7 +380,7 @@ struct Q4KTile : KTile {
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       const quant::BlockQ8_K& ab = a[0][b];
-      prefetch_weights<1, kQ4KSuperBytes>(sb + kPrefetchBytes);
+      prefetch_weights<1, kQ4KSuperBytes, _MM_HINT_NTA>(sb + kPrefetchBytes);
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
         const uint8_t* run = sb + 320 + 512 * j;
@@ -498,7 +502,7 @@ struct Q6KTile : KTile {
     const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      prefetch_weights<C, kQ6KSuperBytes>(sb + kPrefetchBytes);
+      prefetch_weights<C, kQ6KSuperBytes, C == 1 ? _MM_HINT_NTA : _MM_HINT_T0>(sb + kPrefetchBytes);
       __m512 t0[C], t1[C];
       __m512i offs[C];
       for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), offs[c] = _mm512_setzero_si512();
