@@ -69,8 +69,9 @@ static int model_mode(int argc, char** argv) try {
   gguf::File f(argv[2]);
   const std::vector<int> cols = parse_cols(argc > 3 ? argv[3] : "1,8");
   const int reps = argc > 4 ? parse_count(argv[4], "repetitions") : 3;
-  const int copy = argc > 5 ? std::atoi(argv[5]) : 0;
-  if (copy < 0 || copy > 2) usage_error("copy must be 0, 1 or 2");
+  const std::string copy_arg = argc > 5 ? argv[5] : "0";
+  if (copy_arg != "0" && copy_arg != "1" && copy_arg != "2") usage_error("copy must be 0, 1 or 2");
+  const int copy = copy_arg[0] - '0';
   struct M {
     const uint8_t* w;
     TensorType type;
@@ -91,10 +92,13 @@ static int model_mode(int argc, char** argv) try {
   if (copy == 2) {
     // The engine's form: weights repacked (kernels/packed.h) where this ISA
     // has a packed kernel, each matrix 64-byte aligned on huge pages.
+    auto groups = [](const M& m) { return (m.rows + kernels::kPackRows - 1) / kernels::kPackRows; };
+    auto packed_span = [&](const M& m) {  // bytes, rounded up to 64
+      return (kernels::packed_group_bytes(m.type, m.k) * groups(m) + 63) & ~size_t{63};
+    };
     size_t need = 0;
     for (const M& m : ms)
-      if (kernels::packed_matmul_kernel(m.type))
-        need += (kernels::packed_group_bytes(m.type, m.k) * ((m.rows + kernels::kPackRows - 1) / kernels::kPackRows) + 63) & ~size_t{63};
+      if (kernels::packed_matmul_kernel(m.type)) need += packed_span(m);
     void* p = mmap(nullptr, need + (2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) usage_error("cannot allocate the packed copy");
     buf = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + (2 << 20) - 1) & ~uintptr_t((2 << 20) - 1));
@@ -108,7 +112,7 @@ static int model_mode(int argc, char** argv) try {
         continue;
       }
       const size_t gb = kernels::packed_group_bytes(m.type, m.k);
-      const int ng = (m.rows + kernels::kPackRows - 1) / kernels::kPackRows;
+      const int ng = groups(m);
       for (int g = 0; g < ng; ++g)
         kernels::pack_row_group(m.type, m.w + m.stride * g * kernels::kPackRows, m.stride,
                                 std::min(kernels::kPackRows, m.rows - g * kernels::kPackRows), m.k, buf + off + gb * g);
@@ -116,7 +120,7 @@ static int model_mode(int argc, char** argv) try {
       m.kern = pk;
       m.stride = gb;
       total += gb * ng;
-      off += (gb * ng + 63) & ~size_t{63};
+      off += packed_span(m);
     }
   } else if (copy == 1) {
     void* p = mmap(nullptr, total + (2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -170,10 +174,6 @@ static int attend_mode(int argc, char** argv) {
   const int group = argc > 4 ? parse_count(argv[4], "group") : 8;
   const int kv_heads = argc > 5 ? parse_count(argv[5], "kv_heads") : 4;
   const int reps = argc > 6 ? parse_count(argv[6], "repetitions") : 400;
-  if (n_pos < 1 || hd < 1 || group < 1 || kv_heads < 1 || reps < 1) {
-    std::fprintf(stderr, "brisk_kernel_bench --attend: every argument must be positive\n");
-    return 1;
-  }
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   const size_t row = row_bytes(TensorType::F16, hd);
