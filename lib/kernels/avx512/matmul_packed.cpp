@@ -249,8 +249,14 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 // Q6_K 1-3 columns +50%, 4 columns +40%; Q4_K 2 columns +25%, 4 columns
 // +17%. Q4_K's single column has its own form (Q4KTile::run_one): run_few
 // read 5-20% slower there than the rolled loop.
-// From 5 columns on (prompt tiles of 8) both stay rolled: unrolled was 2-5%
-// slower there.
+// From 5 columns on (prompt tiles of 8) Q4_K stays rolled: unrolled was
+// 2-5% slower there. Q6_K instead runs its 4-column run_few once per 4
+// columns: in its chunked layout (packed.h) the rolled loop's per-run walk
+// is strided, and two builds alternating measured, Q6_K TinyLlama, 2
+// rounds: 16 sequences 185-192 -> 210-233 tok/s, 512-token prompt 255-264
+// -> 287-301 tok/s (kernel_bench q6_k 5632 256 64, one core: 150-155
+// GMAC/s for the rolled loop in the old planar layout, 136-145 for it in
+// the chunked one, 147-158 for the 4-column tiles).
 constexpr int kUnrollCols = 4;
 
 struct KTile {
@@ -479,7 +485,7 @@ struct Q4KTile : KTile {
 };
 
 // Q6_K super-blocks (packed.h): per 32 weights, the 8 slice vectors are
-// rebuilt from a nibble plane and a 2-bit plane (unsigned q, value q - 32);
+// rebuilt from nibble slices and 2-bit slices (unsigned q, value q - 32);
 // each sub-block of 16 (4 slices) gets its own integer dot and its row
 // scale; the -32 offset is removed once per super-block with the
 // activation's sums per 16.
@@ -507,14 +513,12 @@ struct Q6KTile : KTile {
       __m512i offs[C];
       for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), offs[c] = _mm512_setzero_si512();
       _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) {
-        const uint8_t* lo = sb + 288 + 512 * (u / 2);
-        const uint8_t* hi = sb + 2336 + 512 * (u / 4);
         const int s2 = u % 4;
         __m512i ia[C], ib[C];
         for (int c = 0; c < C; ++c) ia[c] = ib[c] = _mm512_setzero_si512();
         for (int m = 0; m < 8; ++m) {
-          const __m512i l = _mm512_loadu_si512(lo + 64 * m);
-          const __m512i h = _mm512_loadu_si512(hi + 64 * m);
+          const __m512i l = _mm512_loadu_si512(sb + q6k_lo_offset(u / 2, m));
+          const __m512i h = _mm512_loadu_si512(sb + q6k_hi_offset(u / 4, m));
           const __m512i low = _mm512_and_si512(u % 2 ? _mm512_srli_epi16(l, 4) : l, nib);
           const __m512i top = s2 == 0 ? _mm512_slli_epi16(h, 4) : s2 == 1 ? _mm512_slli_epi16(h, 2)
                               : s2 == 2 ? h : _mm512_srli_epi16(h, 2);
@@ -545,73 +549,79 @@ struct Q6KTile : KTile {
     store_group(out, out_stride, nrows, g, c0, acc);
   }
 
-  template <int C>
-  void run(int g, int c0) const {
-    if constexpr (C <= kUnrollCols) {
-      run_few<C>(g, c0);
-    } else {
-      run_columns<C>(g, c0);
-    }
-  }
-
-  template <int C>
-  void run_columns(int g, int c0) const {
+  // One column (decode): the super-block's chunks in order (packed.h), each
+  // chunk's 2-bit slice and two nibble slices loaded once for the four
+  // runs of 32 they hold bits of, so the loads walk one linear stream.
+  // The matmul passes of a decode step only (TinyLlama shape, 2 threads),
+  // variants swapped pass by pass in one process, 3 runs of 40 passes:
+  // all-Q6_K file 63.9-66.4 GB/s against 60.3-63.5 for run_few<1> over the
+  // planar layout (the form before); Q4_K_M 69.9-70.0 against 68.3-69.0.
+  // This loop over the planar layout (three streams 512 bytes to 2 KB
+  // apart) read 2-4% slower than the form before. Whole-decode benches in
+  // separate processes could not separate the forms (host noise of +-10%).
+  void run_one(int g, int c0) const {
     const uint8_t* grp = group(g);
-    const quant::BlockQ8_K* a[C];
+    const quant::BlockQ8_K* a[1];
     columns(c0, a);
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    __m512 acc = _mm512_setzero_ps();
     const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
-    alignas(64) float scf[16][16];
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      prefetch_weights<C, kQ6KSuperBytes>(sb + kPrefetchBytes);
-      for (int s = 0; s < 16; ++s)
-        _mm512_store_ps(scf[s], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 16 * s)))));
-      __m512 tmp[C];
-      for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
-      for (int u = 0; u < 8; ++u) {
-        const uint8_t* lo = sb + 288 + 512 * (u / 2);
-        const uint8_t* hi = sb + 2336 + 512 * (u / 4);
-        const int s2 = u % 4;
-        __m512i W[8];
-        for (int m = 0; m < 8; ++m) {
-          const __m512i l = _mm512_loadu_si512(lo + 64 * m);
-          const __m512i h = _mm512_loadu_si512(hi + 64 * m);
-          const __m512i low = _mm512_and_si512(u % 2 ? _mm512_srli_epi16(l, 4) : l, nib);
-          __m512i top;  // bits 2*s2.. of h moved to bits 4..5
-          switch (s2) {
-            case 0: top = _mm512_slli_epi16(h, 4); break;
-            case 1: top = _mm512_slli_epi16(h, 2); break;
-            case 2: top = h; break;
-            default: top = _mm512_srli_epi16(h, 2); break;
+      const quant::BlockQ8_K& ab = a[0][b];
+      prefetch_weights<1, kQ6KSuperBytes, _MM_HINT_NTA>(sb + kPrefetchBytes);
+      __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
+      __m512i offs = _mm512_setzero_si512();
+      _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
+        // Runs of 32 u = 4h + k: k = 0, 1 from nibble run 2h, k = 2, 3 from
+        // run 2h + 1; their top bits are fields k of the 2-bit slice.
+        __m512i ia[4], ib[4];
+        for (int k = 0; k < 4; ++k) ia[k] = ib[k] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8") for (int m = 0; m < 8; ++m) {
+          const __m512i hb = _mm512_loadu_si512(sb + q6k_hi_offset(h, m));
+          const __m512i l0 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h, m));
+          const __m512i l1 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h + 1, m));
+          // low | (top & 0x30), top being the field moved to bits 4..5.
+          const __m512i w[4] = {
+              _mm512_ternarylogic_epi32(_mm512_and_si512(l0, nib), _mm512_slli_epi16(hb, 4), two, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), nib), _mm512_slli_epi16(hb, 2), two,
+                                        0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(l1, nib), hb, two, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), nib), _mm512_srli_epi16(hb, 2), two,
+                                        0xF8)};
+          for (int k = 0; k < 4; ++k) {
+            const __m512i x = _mm512_set1_epi32(load_i32(ab.qs + 32 * (4 * h + k) + 4 * m));
+            if (m < 4) ia[k] = _mm512_dpbusd_epi32(ia[k], w[k], x); else ib[k] = _mm512_dpbusd_epi32(ib[k], w[k], x);
           }
-          W[m] = _mm512_or_si512(low, _mm512_and_si512(top, two));
         }
-        const __m512 sa = _mm512_load_ps(scf[2 * u]), sbv = _mm512_load_ps(scf[2 * u + 1]);
-        for (int c = 0; c < C; ++c) {
-          const int8_t* qa = a[c][b].qs + 32 * u;
-          __m512i ia = _mm512_setzero_si512(), ib = _mm512_setzero_si512();
-          for (int m = 0; m < 4; ++m) {
-            ia = _mm512_dpbusd_epi32(ia, W[m], _mm512_set1_epi32(load_i32(qa + 4 * m)));
-            ib = _mm512_dpbusd_epi32(ib, W[m + 4], _mm512_set1_epi32(load_i32(qa + 16 + 4 * m)));
-          }
-          tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), sa, tmp[c]);
-          tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sbv, tmp[c]);
+        for (int k = 0; k < 4; ++k) {
+          const int u = 4 * h + k;
+          const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 32 * u));
+          const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 48 + 32 * u));
+          const __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s0)), f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s1));
+          const __m512i sw = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
+          t0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[k]), f0, t0);
+          t1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[k]), f1, t1);
+          offs = _mm512_dpwssd_epi32(offs, sw, _mm512_set1_epi32(load_i32(ab.bsums + 2 * u)));
         }
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      for (int c = 0; c < C; ++c) {
-        const quant::BlockQ8_K& ab = a[c][b];
-        __m512 offs = _mm512_setzero_ps();
-        for (int s = 0; s < 16; ++s)
-          offs = _mm512_fmadd_ps(_mm512_load_ps(scf[s]), _mm512_set1_ps(static_cast<float>(ab.bsums[s])), offs);
-        const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), offs, tmp[c]);
-        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc[c]);
-      }
+      const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), _mm512_cvtepi32_ps(offs), _mm512_add_ps(t0, t1));
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc);
     }
-    store_group(out, out_stride, nrows, g, c0, acc);
+    const __m512 r[1] = {acc};
+    store_group(out, out_stride, nrows, g, c0, r);
+  }
+
+  template <int C>
+  void run(int g, int c0) const {
+    if constexpr (C == 1) {
+      run_one(g, c0);
+    } else if constexpr (C <= kUnrollCols) {
+      run_few<C>(g, c0);
+    } else {
+      run_few<kUnrollCols>(g, c0);
+      run<C - kUnrollCols>(g, c0 + kUnrollCols);
+    }
   }
 };
 

@@ -115,8 +115,7 @@ struct Q6Pos {
 Q6Pos q6_pos(int w, int r) {
   const int j = w / 64, half = (w % 64) / 32, m = (w % 32) / 4, i = w % 4;
   const int h = w / 128, s = (w % 128) / 32;
-  return {288 + 512 * static_cast<size_t>(j) + 64 * m + 4 * r + i, 2336 + 512 * static_cast<size_t>(h) + 64 * m + 4 * r + i,
-          4 * half, 2 * s};
+  return {q6k_lo_offset(j, m) + 4 * r + i, q6k_hi_offset(h, m) + 4 * r + i, 4 * half, 2 * s};
 }
 
 void pack_q6_k(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
