@@ -244,19 +244,21 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 // Few columns (decode) run run_few: the loop over a super-block's 8
 // sub-blocks (Q4_K) or 8 runs of 32 (Q6_K) unrolled, short dependency
 // chains, nothing through the stack; rolled, GCC keeps the choice of shift
-// as branches per iteration. Against the rolled run_columns (L2-resident
+// as branches per iteration. Against a rolled loop (L2-resident
 // weights, one core, kernel_bench of both builds pinned to the same core):
 // Q6_K 1-3 columns +50%, 4 columns +40%; Q4_K 2 columns +25%, 4 columns
 // +17%. Q4_K's single column has its own form (Q4KTile::run_one): run_few
 // read 5-20% slower there than the rolled loop.
-// From 5 columns on (prompt tiles of 8) Q4_K stays rolled: unrolled was
-// 2-5% slower there. Q6_K instead runs its 4-column run_few once per 4
-// columns: in its chunked layout (packed.h) the rolled loop's per-run walk
-// is strided, and two builds alternating measured, Q6_K TinyLlama, 2
-// rounds: 16 sequences 185-192 -> 210-233 tok/s, 512-token prompt 255-264
-// -> 287-301 tok/s (kernel_bench q6_k 5632 256 64, one core: 150-155
-// GMAC/s for the rolled loop in the old planar layout, 136-145 for it in
-// the chunked one, 147-158 for the 4-column tiles).
+// From 5 columns on (prompt tiles of 8, batches of sequences) both run
+// run_few once per 4 columns, replacing a rolled loop over all the tile's
+// columns (once measured 2-5% ahead of an unrolled 8-column loop). Two
+// builds alternating, TinyLlama shape: Q6_K 16 sequences 185-192 -> 210-233
+// tok/s, 512-token prompt 255-264 -> 287-301 (2 rounds; kernel_bench q6_k
+// 5632 256 64, one core: 150-155 GMAC/s for the rolled loop in the old
+// planar layout, 136-145 for it in the chunked one, 147-158 for the
+// 4-column pieces); Q4_K_M prompt 302-354 -> 338-370 (2 rounds), 16
+// sequences unchanged, all-Q4_K prompt median +3% (5 rounds, -9% to +19%
+// on a busy host; kernel_bench q4_k 2048 512 8,16 and 5632 256 64: +8-12%).
 constexpr int kUnrollCols = 4;
 
 struct KTile {
@@ -365,7 +367,7 @@ struct Q4KTile : KTile {
   // 32 x 15 x 128 = 61440 in magnitude, times a 6-bit scale, times 16 for
   // the high nibbles, summed over 4 sub-blocks: 2.5e8, well inside int32.
   // Weights in L2 (kernel_bench q4_k 4096 256 1, one core, variants in
-  // turns): 64-65 against 54-55 GB/s for run_columns<1>, the form before.
+  // turns): 64-65 against 54-55 GB/s for the rolled loop, the form before.
   // TinyLlama decode, where the weights come from DRAM, measured the same
   // (Q4_K_M, 4 rounds: 93.7-107.5 against 98.7-108.6 tok/s, then 98.2-111.7
   // against 95.3-116.6): it matters where compute binds, e.g. with a core
@@ -425,62 +427,9 @@ struct Q4KTile : KTile {
     } else if constexpr (C <= kUnrollCols) {
       run_few<C>(g, c0);
     } else {
-      run_columns<C>(g, c0);
+      run_few<kUnrollCols>(g, c0);
+      run<C - kUnrollCols>(g, c0 + kUnrollCols);
     }
-  }
-
-  template <int C>
-  void run_columns(int g, int c0) const {
-    const uint8_t* grp = group(g);
-    const quant::BlockQ8_K* a[C];
-    columns(c0, a);
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-    const __m512i nib = _mm512_set1_epi8(0x0F);
-    alignas(64) float scf[8][16], mnf[8][16];
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      prefetch_weights<C, kQ4KSuperBytes>(sb + kPrefetchBytes);
-      for (int s = 0; s < 8; ++s) {
-        _mm512_store_ps(scf[s], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s)))));
-        _mm512_store_ps(mnf[s], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192 + 16 * s)))));
-      }
-      __m512 tmp[C];
-      for (int c = 0; c < C; ++c) tmp[c] = _mm512_setzero_ps();
-      for (int s = 0; s < 8; ++s) {
-        const uint8_t* run = sb + 320 + 512 * (s / 2);
-        __m512i W[8];
-        for (int m = 0; m < 8; ++m) {
-          const __m512i q = _mm512_loadu_si512(run + 64 * m);
-          W[m] = _mm512_and_si512(s % 2 ? _mm512_srli_epi16(q, 4) : q, nib);
-        }
-        const __m512 sc = _mm512_load_ps(scf[s]);
-        for (int c = 0; c < C; ++c) {
-          const int8_t* qa = a[c][b].qs + 32 * s;
-          __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
-          for (int m = 0; m < 8; m += 2) {
-            i0 = _mm512_dpbusd_epi32(i0, W[m], _mm512_set1_epi32(load_i32(qa + 4 * m)));
-            i1 = _mm512_dpbusd_epi32(i1, W[m + 1], _mm512_set1_epi32(load_i32(qa + 4 * m + 4)));
-          }
-          tmp[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), sc, tmp[c]);
-        }
-      }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
-      for (int c = 0; c < C; ++c) {
-        const quant::BlockQ8_K& ab = a[c][b];
-        __m512 mins = _mm512_setzero_ps();
-        for (int s = 0; s < 8; ++s)
-          mins = _mm512_fmadd_ps(_mm512_load_ps(mnf[s]),
-                                 _mm512_set1_ps(static_cast<float>(ab.bsums[2 * s] + ab.bsums[2 * s + 1])), mins);
-        const __m512 da = _mm512_set1_ps(ab.d);
-        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), tmp[c], acc[c]);
-        acc[c] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), mins, acc[c]);
-      }
-    }
-    store_group(out, out_stride, nrows, g, c0, acc);
   }
 };
 
