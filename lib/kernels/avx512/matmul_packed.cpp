@@ -279,6 +279,20 @@ struct KTile {
   }
 };
 
+// The column forms of a K-quant tile: one column its run_one, 2 to
+// kUnrollCols run_few, wider tiles (prompts) run_few in pieces (see above).
+template <int C, class Tile>
+void run_k_tile(const Tile& t, int g, int c0) {
+  if constexpr (C == 1) {
+    t.run_one(g, c0);
+  } else if constexpr (C <= kUnrollCols) {
+    t.template run_few<C>(g, c0);
+  } else {
+    t.template run_few<kUnrollCols>(g, c0);
+    run_k_tile<C - kUnrollCols>(t, g, c0 + kUnrollCols);
+  }
+}
+
 // Q4_K super-blocks (packed.h). Per sub-block of 32: 8 vpdpbusd per column
 // give each row's integer dot, which one FMA scales by the row's sub-block
 // scale into a per-column float sum; the super-block's d, dmin and the
@@ -422,14 +436,7 @@ struct Q4KTile : KTile {
 
   template <int C>
   void run(int g, int c0) const {
-    if constexpr (C == 1) {
-      run_one(g, c0);
-    } else if constexpr (C <= kUnrollCols) {
-      run_few<C>(g, c0);
-    } else {
-      run_few<kUnrollCols>(g, c0);
-      run<C - kUnrollCols>(g, c0 + kUnrollCols);
-    }
+    run_k_tile<C>(*this, g, c0);
   }
 };
 
@@ -563,14 +570,7 @@ struct Q6KTile : KTile {
 
   template <int C>
   void run(int g, int c0) const {
-    if constexpr (C == 1) {
-      run_one(g, c0);
-    } else if constexpr (C <= kUnrollCols) {
-      run_few<C>(g, c0);
-    } else {
-      run_few<kUnrollCols>(g, c0);
-      run<C - kUnrollCols>(g, c0 + kUnrollCols);
-    }
+    run_k_tile<C>(*this, g, c0);
   }
 };
 
