@@ -47,10 +47,11 @@
 //       row r byte i at 4r + i, weight 64j + 4m + i in the low nibble and
 //       64j + 32 + 4m + i in the high one.
 //   A one-column tile reads each chunk's three slices together, so the
-//   super-block is one linear stream (q6k_hi_offset, q6k_lo_offset). With
-//   the 2-bit plane and the nibble plane apart (the layout before) the same
-//   kernel streamed 3-5% slower from DRAM (TinyLlama-shape Q6_K, 2 threads,
-//   the two forms in turns in one process), though nothing else differed.
+//   super-block is one linear stream (q6k_hi_offset, q6k_lo_offset). The
+//   layout before kept the two planes apart; with its tile, a decode's
+//   matmul passes read 3-6% slower from DRAM (TinyLlama-shape Q6_K, 2
+//   threads, the forms swapped pass by pass in one process), and the new
+//   loop over the planes apart slower still.
 //   (The same size as GGUF's.)
 //
 // F16 and BF16 (rows of even length), 2 bytes per weight like GGUF: value
