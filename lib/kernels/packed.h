@@ -46,12 +46,15 @@
 //     [64, 128) and [128, 192) the low nibbles of runs j = 2h and 2h + 1:
 //       row r byte i at 4r + i, weight 64j + 4m + i in the low nibble and
 //       64j + 32 + 4m + i in the high one.
-//   A one-column tile reads each chunk's three slices together, so the
-//   super-block is one linear stream (q6k_hi_offset, q6k_lo_offset). The
-//   layout before kept the two planes apart; with its tile, a decode's
-//   matmul passes read 3-6% slower from DRAM (TinyLlama-shape Q6_K, 2
-//   threads, the forms swapped pass by pass in one process), and the new
-//   loop over the planes apart slower still.
+//   Each chunk holds all the bits of its 32 weights per row, so a super-block
+//   is read from one 3 KB stretch in chunk order (q6k_hi_offset,
+//   q6k_lo_offset). The layout before kept the two planes 2 KB apart: a
+//   decode's matmul passes read 3-6% faster when a one-column loop read the
+//   same bytes in chunk order, each chunk's three slices together
+//   (TinyLlama-shape Q6_K, 2 threads, loops swapped pass by pass in one
+//   process). Over this layout that loop then decoded whole Q4_K_M steps
+//   slower than run_few<1> (67-73% against 80-82% of the probe, builds
+//   alternating), so run_few<1> reads it.
 //   (The same size as GGUF's.)
 //
 // F16 and BF16 (rows of even length), 2 bytes per weight like GGUF: value

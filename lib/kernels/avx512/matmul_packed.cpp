@@ -279,11 +279,12 @@ struct KTile {
   }
 };
 
-// The column forms of a K-quant tile: one column its run_one, 2 to
-// kUnrollCols run_few, wider tiles (prompts) run_few in pieces (see above).
+// The column forms of a K-quant tile: one column its run_one where it has
+// one (Q4_K), up to kUnrollCols run_few, wider tiles (prompts) run_few in
+// pieces (see above).
 template <int C, class Tile>
 void run_k_tile(const Tile& t, int g, int c0) {
-  if constexpr (C == 1) {
+  if constexpr (C == 1 && requires { t.run_one(g, c0); }) {
     t.run_one(g, c0);
   } else if constexpr (C <= kUnrollCols) {
     t.template run_few<C>(g, c0);
@@ -503,69 +504,6 @@ struct Q6KTile : KTile {
       }
     }
     store_group(out, out_stride, nrows, g, c0, acc);
-  }
-
-  // One column (decode): the super-block's chunks in order (packed.h), each
-  // chunk's 2-bit slice and two nibble slices loaded once for the four
-  // runs of 32 they hold bits of, so the loads walk one linear stream.
-  // The matmul passes of a decode step only (TinyLlama shape, 2 threads),
-  // variants swapped pass by pass in one process, 3 runs of 40 passes:
-  // all-Q6_K file 63.9-66.4 GB/s against 60.3-63.5 for run_few<1> over the
-  // planar layout (the form before); Q4_K_M 69.9-70.0 against 68.3-69.0.
-  // This loop over the planar layout (three streams 512 bytes to 2 KB
-  // apart) read 2-4% slower than the form before. Whole-decode benches in
-  // separate processes could not separate the forms (host noise of +-10%).
-  void run_one(int g, int c0) const {
-    const uint8_t* grp = group(g);
-    const quant::BlockQ8_K* a[1];
-    columns(c0, a);
-    __m512 acc = _mm512_setzero_ps();
-    const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      const quant::BlockQ8_K& ab = a[0][b];
-      prefetch_weights<1, kQ6KSuperBytes, _MM_HINT_NTA>(sb + kPrefetchBytes);
-      __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
-      __m512i offs = _mm512_setzero_si512();
-      _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
-        // Runs of 32 u = 4h + k: k = 0, 1 from nibble run 2h, k = 2, 3 from
-        // run 2h + 1; their top bits are fields k of the 2-bit slice.
-        __m512i ia[4], ib[4];
-        for (int k = 0; k < 4; ++k) ia[k] = ib[k] = _mm512_setzero_si512();
-        _Pragma("GCC unroll 8") for (int m = 0; m < 8; ++m) {
-          const __m512i hb = _mm512_loadu_si512(sb + q6k_hi_offset(h, m));
-          const __m512i l0 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h, m));
-          const __m512i l1 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h + 1, m));
-          // low | (top & 0x30), top being the field moved to bits 4..5.
-          const __m512i w[4] = {
-              _mm512_ternarylogic_epi32(_mm512_and_si512(l0, nib), _mm512_slli_epi16(hb, 4), two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), nib), _mm512_slli_epi16(hb, 2), two,
-                                        0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(l1, nib), hb, two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), nib), _mm512_srli_epi16(hb, 2), two,
-                                        0xF8)};
-          for (int k = 0; k < 4; ++k) {
-            const __m512i x = _mm512_set1_epi32(load_i32(ab.qs + 32 * (4 * h + k) + 4 * m));
-            if (m < 4) ia[k] = _mm512_dpbusd_epi32(ia[k], w[k], x); else ib[k] = _mm512_dpbusd_epi32(ib[k], w[k], x);
-          }
-        }
-        for (int k = 0; k < 4; ++k) {
-          const int u = 4 * h + k;
-          const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 32 * u));
-          const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 48 + 32 * u));
-          const __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s0)), f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s1));
-          const __m512i sw = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
-          t0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[k]), f0, t0);
-          t1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[k]), f1, t1);
-          offs = _mm512_dpwssd_epi32(offs, sw, _mm512_set1_epi32(load_i32(ab.bsums + 2 * u)));
-        }
-      }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), _mm512_cvtepi32_ps(offs), _mm512_add_ps(t0, t1));
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc);
-    }
-    const __m512 r[1] = {acc};
-    store_group(out, out_stride, nrows, g, c0, r);
   }
 
   template <int C>
