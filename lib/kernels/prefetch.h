@@ -23,7 +23,8 @@ constexpr size_t kPageBytes = 4096;
 // the guest, but the host seems to map guest memory in 4 KiB pages). TinyLlama
 // decode on the Zen 5 VM, two builds alternating, 3 rounds of 5 repetitions:
 // Q4_0 85-94 -> 108-121 tok/s, Q8_0 45-53 -> 57-68 tok/s, Q4_K_M
-// unchanged; F16, once its decode read one stream with touches instead of 4
+// unchanged (later measured slower with them: Q4_K's one-column tile now
+// goes without, matmul_packed.cpp); F16, once its decode read one stream with touches instead of 4
 // without, 27.0-32.8 -> 33.3-37.2 (matmul_packed_float.cpp). Chosen inside
 // one build at run time: 16, 32 and
 // 64 KiB ahead measured alike, 8 KiB less; L2 (T2), L1 (T0) and NTA hints
@@ -67,7 +68,8 @@ static inline void prefetch_bytes(const uint8_t* p) {
 // (decode) tile, which reads a single stream as fast as memory allows.
 // Tiles of 2-16 columns, which read one stream more slowly or several side
 // by side, do not touch pages: there the same touches measured from +5% to
-// -45% (Q8_0, 8 and 16 sequences), so only C == 1 gets them.
+// -45% (Q8_0, 8 and 16 sequences), so only C == 1 gets them (except Q4_K's,
+// see Q4KTile::run_one).
 template <int Bytes, _mm_hint Hint = _MM_HINT_T0>
 static inline void prefetch_stream_bytes(const uint8_t* p) {
   prefetch_bytes<Bytes, Hint>(p);

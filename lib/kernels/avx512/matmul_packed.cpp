@@ -394,6 +394,13 @@ struct Q4KTile : KTile {
   // tok/s, 8 rounds). (Chosen at run time inside one build, NTA had first
   // measured slower: the branch itself slowed the T0 path.) Distances of
   // 0-3 KB measured alike, 9 KB -10%; a prefetch per 512-byte run -20%.
+  // Unlike the other one-column tiles it does not touch pages ahead
+  // (kernels/prefetch.h): here the touches cost instead of paying. Two
+  // builds alternating, TinyLlama, 3 rounds of 5 repetitions: all-Q4_K
+  // model 57-77% of the probe with touches against 77-83% without, Q4_K_M
+  // 67-73% against 74-78% (8 of 8 earlier rounds of 3 repetitions the same
+  // way). Without touches, 4.5 KB ahead still beat 2.3 KB (66-70% against
+  // 77-81%) and equalled 9 KB.
   void run_one(int g, int c0) const {
     const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[1];
@@ -403,7 +410,7 @@ struct Q4KTile : KTile {
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       const quant::BlockQ8_K& ab = a[0][b];
-      prefetch_weights<1, kQ4KSuperBytes, _MM_HINT_NTA>(sb + kPrefetchBytes);
+      prefetch_bytes<kQ4KSuperBytes, _MM_HINT_NTA>(sb + kPrefetchBytes);
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
         const uint8_t* run = sb + 320 + 512 * j;
