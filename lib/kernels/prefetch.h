@@ -24,9 +24,9 @@ constexpr size_t kPageBytes = 4096;
 // decode on the Zen 5 VM, two builds alternating, 3 rounds of 5 repetitions:
 // Q4_0 85-94 -> 108-121 tok/s, Q8_0 45-53 -> 57-68 tok/s, Q4_K_M
 // unchanged (later measured slower with them: Q4_K's one-column tile now
-// goes without, matmul_packed.cpp); F16, once its decode read one stream with touches instead of 4
-// without, 27.0-32.8 -> 33.3-37.2 (matmul_packed_float.cpp). Chosen inside
-// one build at run time: 16, 32 and
+// goes without, matmul_packed.cpp); F16, once its decode read one stream
+// with touches instead of 4 without, 27.0-32.8 -> 33.3-37.2
+// (matmul_packed_float.cpp). Chosen inside one build at run time: 16, 32 and
 // 64 KiB ahead measured alike, 8 KiB less; L2 (T2), L1 (T0) and NTA hints
 // alike. A one-thread harness over a 440 MB packed matrix: Q4_0 +18-23%.
 // Plain reads of the same memory gain little from it (-8% to +8%): their

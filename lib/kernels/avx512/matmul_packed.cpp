@@ -399,8 +399,8 @@ struct Q4KTile : KTile {
   // builds alternating, TinyLlama, 3 rounds of 5 repetitions: all-Q4_K
   // model 57-77% of the probe with touches against 77-83% without, Q4_K_M
   // 67-73% against 74-78% (8 of 8 earlier rounds of 3 repetitions the same
-  // way). Without touches, 4.5 KB ahead still beat 2.3 KB (66-70% against
-  // 77-81%) and equalled 9 KB.
+  // way). Without touches, 4.5 KB ahead still beat 2.3 KB (77-81% against
+  // 66-70%) and equalled 9 KB.
   void run_one(int g, int c0) const {
     const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[1];
