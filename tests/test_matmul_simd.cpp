@@ -527,9 +527,8 @@ TEST_CASE("packed layout: pack then unpack gives the rows back", "[simd][packed]
         REQUIRE(back == w);
       }
     }
-    // An even block count packs into exactly the row-major size (Q4_K:
-    // its scales unpacked to bytes, +2.8%).
-    if (t != TensorType::Q4_K) REQUIRE(packed_group_bytes(t, 2048) == row_bytes(t, 2048) * kPackRows);
+    // An even block count packs into exactly the row-major size.
+    REQUIRE(packed_group_bytes(t, 2048) == row_bytes(t, 2048) * kPackRows);
   }
   REQUIRE_FALSE(packable(TensorType::Q5_K));
 }

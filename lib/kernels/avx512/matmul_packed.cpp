@@ -299,17 +299,30 @@ void run_k_tile(const Tile& t, int g, int c0) {
 // scale into a per-column float sum; the super-block's d, dmin and the
 // activation's scale and sums finish it once per 256 weights.
 struct Q4KTile : KTile {
-  // Sub-block s's 16 row mins (bytes at sb + 192 + 16 s) as lanes of two
-  // int16 halves, min_r in both: one vpdpwssd against the activation's
-  // bsums 2s and 2s+1 gives min_r x (bsum 2s + bsum 2s+1).
-  // (Forced inline: as a call, the 4-column run_few slowed 4x.)
+  // Sub-block s's 16 row mins as lanes of two int16 halves, min_r in both:
+  // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
+  // min_r x (bsum 2s + bsum 2s+1). A min is split in the layout (packed.h):
+  // its low 4 bits in a nibble at kQ4KMinsLow, its top 2 in bits 6-7 of
+  // the scale byte. (Forced inline: as a call, the 4-column run_few slowed 4x.)
   __attribute__((always_inline)) static __m512i mins_both_halves(const uint8_t* sb, int s) {
     // Lane bytes 4j and 4j+2 take byte j of the row's 16, the others zero.
     const __m512i dup_idx = _mm512_set_epi32(
         0x800F800F, 0x800E800E, 0x800D800D, 0x800C800C, 0x800B800B, 0x800A800A, 0x80098009, 0x80088008,
         0x80078007, 0x80068006, 0x80058005, 0x80048004, 0x80038003, 0x80028002, 0x80018001, 0x80008000);
-    return _mm512_shuffle_epi8(
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192 + 16 * s))), dup_idx);
+    const auto rows16 = [&](size_t off) {
+      return _mm512_shuffle_epi8(
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + off))), dup_idx);
+    };
+    __m512i low = rows16(kQ4KMinsLow + 16 * (s / 2));            // 16-bit halves: the byte of nibbles
+    if (s % 2) low = _mm512_srli_epi16(low, 4);
+    const __m512i top = _mm512_srli_epi16(rows16(kQ4KScales + 16 * s), 2);  // bits 4-5: the min's top bits
+    // Bits 0-3 from low, the rest from top (top < 64: bits 4-5 only).
+    return _mm512_ternarylogic_epi32(top, low, _mm512_set1_epi16(0x0F), 0xD8);
+  }
+  // Sub-block scales: the scale bytes of 16 rows at off, as int32 lanes, without the min's bits.
+  __attribute__((always_inline)) static __m512i scales_epi32(const uint8_t* p) {
+    return _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                            _mm512_set1_epi32(63));
   }
 
   // 2 to kUnrollCols columns (decode of a few sequences), as Q6KTile's:
@@ -335,7 +348,7 @@ struct Q4KTile : KTile {
       __m512i m0[C], m1[C];
       for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), m0[c] = m1[c] = _mm512_setzero_si512();
       _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) {
-        const uint8_t* run = sb + 320 + 512 * (s / 2);
+        const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
         __m512i i0[C], i1[C];
         for (int c = 0; c < C; ++c) i0[c] = i1[c] = _mm512_setzero_si512();
         for (int m = 0; m < 8; ++m) {
@@ -346,8 +359,7 @@ struct Q4KTile : KTile {
             if (m % 2) i1[c] = _mm512_dpbusd_epi32(i1[c], w, x); else i0[c] = _mm512_dpbusd_epi32(i0[c], w, x);
           }
         }
-        __m512 sc = _mm512_cvtepi32_ps(
-            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s))));
+        __m512 sc = _mm512_cvtepi32_ps(scales_epi32(sb + kQ4KScales + 16 * s));
         if (s % 2) sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / 16));
         const __m512i mn = mins_both_halves(sb, s);
         for (int c = 0; c < C; ++c) {
@@ -413,7 +425,7 @@ struct Q4KTile : KTile {
       prefetch_bytes<kQ4KSuperBytes, _MM_HINT_NTA>(sb + kPrefetchBytes);
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
-        const uint8_t* run = sb + 320 + 512 * j;
+        const uint8_t* run = sb + kQ4KNibbles + 512 * j;
         const int8_t* xe = ab.qs + 64 * j;
         __m512i e0 = _mm512_setzero_si512(), e1 = e0, o0 = e0, o1 = e0;
         _Pragma("GCC unroll 8") for (int m = 0; m < 8; m += 2) {
@@ -423,8 +435,8 @@ struct Q4KTile : KTile {
           o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
           o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
         }
-        const __m512i sce = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 64 + 32 * j)));
-        const __m512i sco = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 80 + 32 * j)));
+        const __m512i sce = scales_epi32(sb + kQ4KScales + 32 * j);
+        const __m512i sco = scales_epi32(sb + kQ4KScales + 32 * j + 16);
         even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), sce));
         odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), sco));
         for (int h = 0; h < 2; ++h)

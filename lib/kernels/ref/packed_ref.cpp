@@ -51,7 +51,14 @@ size_t packed_group_bytes(TensorType t, int64_t k) {
 
 namespace {
 
-// Q4_K: one super-block of 16 rows (packed.h).
+// Q4_K: one super-block of 16 rows (packed.h); row r's 6-bit scale and min
+// of sub-block s.
+uint8_t q4_k_scale(const uint8_t* sb, int s, int r) { return sb[kQ4KScales + 16 * s + r] & 63; }
+uint8_t q4_k_min(const uint8_t* sb, int s, int r) {
+  const uint8_t lo = sb[kQ4KMinsLow + 16 * (s / 2) + r] >> (4 * (s % 2)) & 0x0F;
+  return static_cast<uint8_t>(lo | (sb[kQ4KScales + 16 * s + r] >> 6) << 4);
+}
+
 void pack_q4_k(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
   for (int r = 0; r < nrows; ++r) {
     const auto* x = reinterpret_cast<const BlockQ4_K*>(rows + static_cast<size_t>(r) * row_stride);
@@ -59,9 +66,15 @@ void pack_q4_k(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uin
       uint8_t* sb = group + static_cast<size_t>(b) * kQ4KSuperBytes;
       std::memcpy(sb + 2 * r, &x[b].d, 2);
       std::memcpy(sb + 32 + 2 * r, &x[b].dmin, 2);
-      for (int s = 0; s < 8; ++s) quant::detail::get_scale_min_k4(s, x[b].scales, sb + 64 + 16 * s + r, sb + 192 + 16 * s + r);
+      for (int s = 0; s < 8; ++s) {
+        uint8_t sc, mn;
+        quant::detail::get_scale_min_k4(s, x[b].scales, &sc, &mn);
+        sb[kQ4KScales + 16 * s + r] = static_cast<uint8_t>(sc | (mn >> 4) << 6);
+        uint8_t& lo = sb[kQ4KMinsLow + 16 * (s / 2) + r];
+        lo = static_cast<uint8_t>(s % 2 ? lo | (mn & 0x0F) << 4 : mn & 0x0F);
+      }
       for (int j = 0; j < 4; ++j)
-        for (int m = 0; m < 8; ++m) std::memcpy(sb + 320 + 512 * j + 64 * m + 4 * r, x[b].qs + 32 * j + 4 * m, 4);
+        for (int m = 0; m < 8; ++m) std::memcpy(sb + kQ4KNibbles + 512 * j + 64 * m + 4 * r, x[b].qs + 32 * j + 4 * m, 4);
     }
   }
 }
@@ -74,9 +87,9 @@ void unpack_q4_k(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size
       std::memcpy(&x[b].d, sb + 2 * r, 2);
       std::memcpy(&x[b].dmin, sb + 32 + 2 * r, 2);
       std::memset(x[b].scales, 0, sizeof x[b].scales);
-      for (int s = 0; s < 8; ++s) quant::detail::set_scale_min_k4(s, x[b].scales, sb[64 + 16 * s + r], sb[192 + 16 * s + r]);
+      for (int s = 0; s < 8; ++s) quant::detail::set_scale_min_k4(s, x[b].scales, q4_k_scale(sb, s, r), q4_k_min(sb, s, r));
       for (int j = 0; j < 4; ++j)
-        for (int m = 0; m < 8; ++m) std::memcpy(x[b].qs + 32 * j + 4 * m, sb + 320 + 512 * j + 64 * m + 4 * r, 4);
+        for (int m = 0; m < 8; ++m) std::memcpy(x[b].qs + 32 * j + 4 * m, sb + kQ4KNibbles + 512 * j + 64 * m + 4 * r, 4);
     }
   }
 }
@@ -294,11 +307,11 @@ void gemm_q4_k_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, 
           int32_t ds = 0;
           for (int m = 0; m < 8; ++m)
             for (int i = 0; i < 4; ++i) {
-              const uint8_t q = sb[320 + 512 * (s / 2) + 64 * m + 4 * rr + i];
+              const uint8_t q = sb[kQ4KNibbles + 512 * (s / 2) + 64 * m + 4 * rr + i];
               ds += ((s % 2 ? q >> 4 : q & 0xF)) * a.qs[32 * s + 4 * m + i];
             }
-          dot += ds * sb[64 + 16 * s + rr];
-          mins += (a.bsums[2 * s] + a.bsums[2 * s + 1]) * sb[192 + 16 * s + rr];
+          dot += ds * q4_k_scale(sb, s, rr);
+          mins += (a.bsums[2 * s] + a.bsums[2 * s + 1]) * q4_k_min(sb, s, rr);
         }
         uint16_t d, dmin;
         std::memcpy(&d, sb + 2 * rr, 2);
