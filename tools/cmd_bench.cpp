@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -482,17 +483,28 @@ int cmd_bench(int argc, char** argv) {
     // step yields `parallel` tokens. bw use = steps per second / ceiling,
     // each repetition against the mean of the bandwidths measured just
     // before and just after it (the host's bandwidth drifts between
-    // repetitions), then the median.
+    // repetitions), then the median of the steady repetitions: those whose
+    // two readings agree within kSteadyBandwidth. Where they do not, the
+    // host's bandwidth changed during the repetition (on a shared VM it
+    // flips between states 1.5x apart within seconds) and the mean of the
+    // two is not the ceiling the repetition ran against. With no steady
+    // repetition the median is over all of them.
+    constexpr double kSteadyBandwidth = 0.15;
     std::vector<double> bw;
     for (size_t r = 0; r < c.bw_before.size() && r < c.bw_after.size(); ++r)
       bw.push_back(0.5 * (c.bw_before[r] + c.bw_after[r]));
     double bw_use = 0;
+    size_t steady_reps = 0;
     if (!bw.empty() && model_bytes > 0) {
       const double ceiling = median(bw) * 1e9 / static_cast<double>(model_bytes);
-      std::vector<double> uses;
-      for (size_t r = 0; r < tg.size() && r < bw.size(); ++r)
+      std::vector<double> uses, steady;
+      for (size_t r = 0; r < tg.size() && r < bw.size(); ++r) {
         uses.push_back(tg[r] / parallel / (bw[r] * 1e9 / static_cast<double>(model_bytes)));
-      bw_use = median(uses);
+        if (std::abs(c.bw_before[r] - c.bw_after[r]) <= kSteadyBandwidth * bw[r]) steady.push_back(uses.back());
+      }
+      steady_reps = steady.size();
+      bw_use = median(steady.empty() ? uses : steady);
+      j["bandwidth_use_steady_reps"] = steady_reps;
       j["read_bandwidth_gbs"] = median(bw);
       j["read_bandwidth_gbs_min"] = *std::min_element(bw.begin(), bw.end());
       j["read_bandwidth_gbs_max"] = *std::max_element(bw.begin(), bw.end());
@@ -519,10 +531,12 @@ int cmd_bench(int argc, char** argv) {
       if (!bw.empty())
         std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f over %zu repetitions, each "
                              "the mean of reads of %d MiB before and after it); "
-                             "%.0f MB of weights -> at most %.1f decode steps/s\n",
+                             "%.0f MB of weights -> at most %.1f decode steps/s; bw use over %zu steady "
+                             "repetitions (before and after within 15%%)%s\n",
                      parallel, median(bw), *std::min_element(bw.begin(), bw.end()),
                      *std::max_element(bw.begin(), bw.end()), bw.size(), bw_mib, model_bytes / 1e6,
-                     j["decode_ceiling_steps_per_s"].get<double>());
+                     j["decode_ceiling_steps_per_s"].get<double>(), steady_reps,
+                     steady_reps == 0 ? ", none: over all" : "");
     }
     std::fflush(stdout);
     if (args.count("compare")) {
