@@ -532,10 +532,10 @@ int cmd_bench(int argc, char** argv) {
         std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f over %zu repetitions, each "
                              "the mean of reads of %d MiB before and after it); "
                              "%.0f MB of weights -> at most %.1f decode steps/s; bw use over %zu steady "
-                             "repetitions (before and after within 15%%)%s\n",
+                             "repetitions (before and after within %.0f%%)%s\n",
                      parallel, median(bw), *std::min_element(bw.begin(), bw.end()),
                      *std::max_element(bw.begin(), bw.end()), bw.size(), bw_mib, model_bytes / 1e6,
-                     j["decode_ceiling_steps_per_s"].get<double>(), steady_reps,
+                     j["decode_ceiling_steps_per_s"].get<double>(), steady_reps, kSteadyBandwidth * 100,
                      steady_reps == 0 ? ", none: over all" : "");
     }
     std::fflush(stdout);
