@@ -11,6 +11,18 @@
 #include <brisk/brisk_experimental.h>
 #endif
 #endif
+/* ...and declared again here (an identical redeclaration is valid C), so
+ * that the binding builds whichever header carries them, and however the
+ * experimental one is enabled. */
+typedef struct brisk_ppl_result brisk_ppl_result;
+typedef struct brisk_compare_result brisk_compare_result;
+brisk_status brisk_ppl_result_value(const brisk_ppl_result *result, const char *key, double *out_value);
+brisk_status brisk_ppl_result_json(const brisk_ppl_result *result, char *buf, size_t cap, size_t *needed);
+brisk_status brisk_compare_result_value(const brisk_compare_result *result, const char *key, double *out_value);
+brisk_status brisk_compare_result_json(const brisk_compare_result *result, char *buf, size_t cap, size_t *needed);
+brisk_status brisk_engine_read_bandwidth(brisk_engine *engine, uint64_t bytes, uint32_t passes,
+                                         double *out_median_gb_per_s, double *out_min_gb_per_s,
+                                         double *out_max_gb_per_s);
 
 void brisk_go_model_log(brisk_model_options *o, uintptr_t handle);
 void brisk_go_session_abort(brisk_session_options *o, uintptr_t handle);
