@@ -395,8 +395,23 @@ func TestCalibrateResumeAndBudget(t *testing.T) {
 			t.Fatalf("quantized with resumed statistics differs: %+v %v", r, err)
 		}
 	}
+	// A budget in bits per weight instead, checked in the report.
+	qo.Calibration, qo.TargetSize, qo.TargetBPW, qo.Report = full, 0, 8, true
+	if err := Quantize(context.Background(), model, filepath.Join(dir, "bpw.gguf"), &qo); err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Size struct {
+			BPW       float64 `json:"bits_per_weight"`
+			TargetBPW float64 `json:"target_bpw"`
+		} `json:"size"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "bpw.report.json")), &report); err != nil ||
+		report.Size.TargetBPW != 8 || report.Size.BPW > 8 || report.Size.BPW < 6 {
+		t.Fatalf("bpw report %+v %v", report.Size, err)
+	}
 	// An impossible budget.
-	qo.TargetSize, qo.Report = 100000, false
+	qo.TargetSize, qo.TargetBPW, qo.Report = 100000, 0, false
 	if err := Quantize(context.Background(), model, filepath.Join(dir, "tiny.gguf"), &qo); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("budget 100000: %v", err)
 	}

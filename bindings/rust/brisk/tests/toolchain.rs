@@ -309,9 +309,23 @@ fn calibrate_resume_and_budget() {
     let (a, b) = (Model::open(&outs[0]).unwrap(), Model::open(&outs[1]).unwrap());
     let same = brisk::compare(&a, &b, &["Once upon a time"], &CompareOptions::default(), Hooks::new()).unwrap();
     assert_eq!(same.identical_pct, 100.0);
+    // A budget in bits per weight instead, checked in the report.
+    let bpw = QuantizeOptions { calibration: Some(full.clone()), target_size: 0, target_bpw: 8.0, ..qo.clone() };
+    brisk::quantize(&model, dir.path("bpw.gguf"), &bpw, Hooks::new()).unwrap();
+    let report = std::fs::read_to_string(dir.path("bpw.report.json")).unwrap();
+    let got = json_number(&report, "bits_per_weight");
+    assert!(got > 6.0 && got <= 8.0 && json_number(&report, "target_bpw") == 8.0, "{}", got);
     let tiny = QuantizeOptions { calibration: Some(full.clone()), target_size: 100_000, report: false, ..qo };
     let e = brisk::quantize(&model, dir.path("tiny.gguf"), &tiny, Hooks::new()).unwrap_err();
     assert_eq!(e.status(), Status::InvalidArgument);
+}
+
+/// The number after the first `"key":` in a JSON text (no JSON crate here).
+fn json_number(json: &str, key: &str) -> f64 {
+    let at = json.find(&format!("\"{}\"", key)).unwrap_or_else(|| panic!("no {} in the report", key));
+    let rest = json[at + key.len() + 2..].trim_start().trim_start_matches(':').trim_start();
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c))).unwrap_or(rest.len());
+    rest[..end].parse().unwrap()
 }
 
 #[test]
