@@ -95,9 +95,6 @@ func main() {
 	defer stop()
 	if err := run(ctx, *model, data, *out, budget, *tokens, uint32(*sensTokens), uint32(*evalChunks), uint32(*threads), *resume); err != nil {
 		fmt.Fprintln(os.Stderr, "shipbundle:", err)
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(os.Stderr, "interrupted; run again with -resume to continue the calibration")
-		}
 		os.Exit(1)
 	}
 }
@@ -113,6 +110,9 @@ func run(ctx context.Context, model string, data []string, out string, budget, t
 	co.OnProgress = progress()
 	co.Log = func(_ brisk.LogLevel, msg string) { fmt.Fprintln(os.Stderr, "  warning:", msg) }
 	if err := brisk.Calibrate(ctx, model, calib, data, &co); err != nil {
+		if errors.Is(err, context.Canceled) { // Ctrl-C: the partial statistics are kept
+			return fmt.Errorf("%w\ninterrupted: run again with -resume to continue the calibration", err)
+		}
 		return err
 	}
 
