@@ -120,6 +120,28 @@ func TestManifestVerifyPackUnpack(t *testing.T) {
 		t.Fatalf("pack of a damaged file: %v", err)
 	}
 	notExist(t, filepath.Join(dir, "bad.brisk"))
+	// Opening with Verify checks the manifest first.
+	vm := DefaultModelOptions()
+	vm.Verify = true
+	if good, err := OpenModel(m, &vm); err != nil {
+		t.Fatalf("open with verify: %v", err)
+	} else {
+		good.Close()
+	}
+	if _, err := OpenModel(bad, &vm); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("open a damaged file with verify: %v", err)
+	}
+	// A manifest added in place.
+	inPlace := filepath.Join(dir, "inplace.gguf")
+	if err := os.WriteFile(inPlace, readFile(t, testFile(t, "models/stories260K.gguf")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddManifest(ctx, inPlace, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(ctx, inPlace, nil); err != nil {
+		t.Fatalf("manifest added in place: %v", err)
+	}
 	// Refused as the source of a new manifest too.
 	if err := AddManifest(ctx, bad, filepath.Join(dir, "bad2.gguf"), nil); !errors.Is(err, ErrChecksum) {
 		t.Fatalf("add-manifest over a damaged manifest: %v", err)

@@ -6,8 +6,8 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
 use brisk::{
-    CalibrateOptions, CompareOptions, ConvertOptions, Flags, Hooks, Model, PackOptions, PerplexityOptions,
-    QuantizeOptions, Sampler, SamplerOptions, SessionOptions, Status, Type, VerifyOptions,
+    CalibrateOptions, CompareOptions, ConvertOptions, Flags, Hooks, Model, ModelOptions, PackOptions,
+    PerplexityOptions, QuantizeOptions, Sampler, SamplerOptions, SessionOptions, Status, Type, VerifyOptions,
 };
 
 fn test_file(rel: &str) -> Option<PathBuf> {
@@ -132,6 +132,16 @@ fn manifest_verify_pack_unpack() {
     .unwrap_err();
     assert_eq!(e.status(), Status::Checksum);
     assert!(found.len() == 1 && found[0].0.contains("tensor"), "{:?}", found);
+    // Opening with `verify` checks the manifest first.
+    let verified = ModelOptions { verify: true, ..Default::default() };
+    Model::open_with(&m, verified).unwrap();
+    let e = Model::open_with(&bad, ModelOptions { verify: true, ..Default::default() }).err().unwrap();
+    assert_eq!(e.status(), Status::Checksum);
+    // A manifest added in place.
+    let in_place = dir.path("inplace.gguf");
+    std::fs::copy(test_file("models/stories260K.gguf").unwrap(), &in_place).unwrap();
+    brisk::add_manifest(&in_place, None, &VerifyOptions::default(), Hooks::new()).unwrap();
+    brisk::verify(&in_place, &VerifyOptions::default(), Hooks::new()).unwrap();
     let e = brisk::pack(&bad, dir.path("bad.brisk"), &PackOptions::default(), Hooks::new()).unwrap_err();
     assert_eq!(e.status(), Status::Checksum);
     assert!(!dir.path("bad.brisk").exists());
