@@ -1,3 +1,4 @@
+// Example programs of the brisk Go binding. License: MIT.
 module brisk/examples/go
 
 go 1.19

@@ -18,7 +18,13 @@
 // when the last of them closes.
 //
 // Errors are *Error values carrying the brisk status and the library's
-// message; compare them with errors.Is(err, brisk.StatusCancelled) and so on.
+// message; compare them with the sentinels, errors.Is(err, brisk.ErrChecksum),
+// or take the details with errors.As(err, &e) for an e of type *brisk.Error.
+//
+// The toolchain (convert, quantize, calibrate, verify, add-manifest, pack,
+// unpack, perplexity, compare) takes a context.Context: cancelling it stops
+// the call, which then fails with an error that is both ErrCancelled and
+// the context's error (context.Canceled or context.DeadlineExceeded).
 package brisk
 
 /*
@@ -73,6 +79,24 @@ const (
 	StatusInternal        Status = C.BRISK_ERR_INTERNAL
 )
 
+// Sentinel errors, one per failing brisk_status: errors.Is(err, ErrChecksum)
+// is true for every error of a call that returned BRISK_ERR_CHECKSUM. They
+// are the Status values themselves, so errors.Is(err, StatusChecksum) is the
+// same test.
+const (
+	ErrInvalidArgument = StatusInvalidArgument
+	ErrNotFound        = StatusNotFound
+	ErrIO              = StatusIO
+	ErrBadFormat       = StatusBadFormat
+	ErrUnsupported     = StatusUnsupported
+	ErrOutOfMemory     = StatusOutOfMemory
+	ErrContextFull     = StatusContextFull
+	ErrBufferTooSmall  = StatusBufferTooSmall
+	ErrCancelled       = StatusCancelled
+	ErrChecksum        = StatusChecksum
+	ErrInternal        = StatusInternal
+)
+
 // String gives the C name, e.g. "BRISK_ERR_IO".
 func (s Status) String() string { return C.GoString(C.brisk_status_name(C.brisk_status(s))) }
 
@@ -85,6 +109,9 @@ type Error struct {
 	Op      string
 	Status  Status
 	Message string
+	// Cause is what made brisk stop when it was not brisk's own doing: the
+	// context's error for a cancelled toolchain call, else nil.
+	Cause error
 }
 
 func (e *Error) Error() string {
@@ -99,6 +126,9 @@ func (e *Error) Is(target error) bool {
 	s, ok := target.(Status)
 	return ok && s == e.Status
 }
+
+// Unwrap gives the Cause, so errors.Is(err, context.Canceled) works too.
+func (e *Error) Unwrap() error { return e.Cause }
 
 func errorf(op string, status Status, format string, args ...interface{}) error {
 	return &Error{Op: op, Status: status, Message: fmt.Sprintf(format, args...)}

@@ -104,3 +104,89 @@ func briskGoToken(h C.uintptr_t, token C.int32_t, text *C.char, n C.size_t) (sto
 	}
 	return 1
 }
+
+// ---- toolchain calls -----------------------------------------------------------
+
+// hooks are the callbacks of one toolchain call (convert, verify, pack,
+// quantize, ...), all behind one cgo.Handle. brisk calls them on the thread
+// that made the call, one at a time. After a panic every later callback is
+// skipped and the abort callback asks brisk to stop; the caller re-panics.
+type hooks struct {
+	done     <-chan struct{} // the call's context; nil: cannot be cancelled
+	progress func(Progress)
+	log      func(level LogLevel, message string)
+	mismatch func(Mismatch)
+	tensor   func(TensorInfo)
+	panic    panicSlot
+}
+
+func (k *hooks) guard() {
+	if r := recover(); r != nil {
+		k.panic.record(r)
+	}
+}
+
+//export briskGoHookProgress
+func briskGoHookProgress(h C.uintptr_t, stage *C.char, done, total C.uint64_t, detail *C.char) (stop C.int) {
+	k := cgo.Handle(h).Value().(*hooks)
+	if k.panic.panicked {
+		return 1
+	}
+	defer func() {
+		if k.panic.panicked {
+			stop = 1
+		}
+	}()
+	defer k.guard()
+	k.progress(Progress{Stage: C.GoString(stage), Done: uint64(done), Total: uint64(total), Detail: C.GoString(detail)})
+	return 0
+}
+
+//export briskGoHookAbort
+func briskGoHookAbort(h C.uintptr_t) C.int {
+	k := cgo.Handle(h).Value().(*hooks)
+	if k.panic.panicked {
+		return 1
+	}
+	if k.done != nil {
+		select {
+		case <-k.done:
+			return 1
+		default:
+		}
+	}
+	return 0
+}
+
+//export briskGoHookLog
+func briskGoHookLog(h C.uintptr_t, level C.int, message *C.char) {
+	k := cgo.Handle(h).Value().(*hooks)
+	if k.panic.panicked {
+		return
+	}
+	defer k.guard()
+	k.log(LogLevel(level), C.GoString(message))
+}
+
+//export briskGoHookMismatch
+func briskGoHookMismatch(h C.uintptr_t, where, detail *C.char) {
+	k := cgo.Handle(h).Value().(*hooks)
+	if k.panic.panicked {
+		return
+	}
+	defer k.guard()
+	k.mismatch(Mismatch{Where: C.GoString(where), Detail: C.GoString(detail)})
+}
+
+//export briskGoHookTensor
+func briskGoHookTensor(h C.uintptr_t, name *C.char, src, dst C.int32_t, elements, bytes C.uint64_t, why *C.char) {
+	k := cgo.Handle(h).Value().(*hooks)
+	if k.panic.panicked {
+		return
+	}
+	defer k.guard()
+	k.tensor(TensorInfo{
+		Name: C.GoString(name), SrcType: Type(src), Type: Type(dst),
+		Elements: uint64(elements), Bytes: uint64(bytes), Why: C.GoString(why),
+	})
+}

@@ -24,13 +24,17 @@ type ModelOptions struct {
 	LogLevel LogLevel
 	// VocabOnly opens the model for tokenizing only.
 	VocabOnly bool
+	// Verify recomputes every checksum of the file's manifest before
+	// opening: ErrChecksum if something differs, ErrNotFound without a
+	// manifest. Reads the whole file once.
+	Verify bool
 }
 
 // DefaultModelOptions gives brisk_model_options_init's defaults.
 func DefaultModelOptions() ModelOptions {
 	var c C.brisk_model_options
 	C.brisk_go_model_options_init(&c)
-	return ModelOptions{LogLevel: LogLevel(c.log_level), VocabOnly: c.vocab_only != 0}
+	return ModelOptions{LogLevel: LogLevel(c.log_level), VocabOnly: c.vocab_only != 0, Verify: c.verify != 0}
 }
 
 // cOptions fills the C struct; the returned handle (0 if none) must be kept
@@ -43,6 +47,7 @@ func (o *ModelOptions) cOptions() (C.brisk_model_options, cgo.Handle, *logCallba
 	}
 	c.log_level = C.brisk_log_level(o.LogLevel)
 	c.vocab_only = cbool(o.VocabOnly)
+	c.verify = cbool(o.Verify)
 	if o.Log == nil {
 		return c, 0, nil
 	}

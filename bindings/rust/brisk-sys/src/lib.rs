@@ -57,6 +57,28 @@ pub type brisk_log_fn =
 pub type brisk_abort_fn = Option<unsafe extern "C" fn(user_data: *mut c_void) -> c_int>;
 pub type brisk_token_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, token: i32, text: *const c_char, text_len: usize) -> c_int>;
+pub type brisk_progress_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        stage: *const c_char,
+        done: u64,
+        total: u64,
+        detail: *const c_char,
+    ) -> c_int,
+>;
+pub type brisk_mismatch_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, location: *const c_char, detail: *const c_char)>;
+pub type brisk_quantize_tensor_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        name: *const c_char,
+        src_type: i32,
+        dst_type: i32,
+        n_elements: u64,
+        bytes: u64,
+        why: *const c_char,
+    ),
+>;
 
 // ---- opaque handles -----------------------------------------------------------
 macro_rules! opaque {
@@ -68,7 +90,19 @@ macro_rules! opaque {
         }
     )*};
 }
-opaque!(brisk_model, brisk_session, brisk_sampler, brisk_engine, brisk_sequence);
+opaque!(
+    brisk_model,
+    brisk_session,
+    brisk_sampler,
+    brisk_engine,
+    brisk_sequence,
+    brisk_ppl_result,
+    brisk_compare_result
+);
+
+// The toolchain's option structs, calls and result handles.
+mod tools;
+pub use tools::*;
 
 // ---- option structs -----------------------------------------------------------
 #[repr(C)]
@@ -79,6 +113,7 @@ pub struct brisk_model_options {
     pub log_user_data: *mut c_void,
     pub log_level: brisk_log_level,
     pub vocab_only: i32,
+    pub verify: i32,
 }
 
 #[repr(C)]
@@ -357,6 +392,7 @@ extern "C" {
         out_model: *mut *mut brisk_model,
     ) -> brisk_status;
     pub fn brisk_synthetic_shapes(buf: *mut c_char, cap: usize, needed: *mut usize) -> brisk_status;
+
 }
 
 /// Defaults for the struct as this crate declares it (the C header's
@@ -438,6 +474,13 @@ mod tests {
         same_size!(brisk_generate_options, brisk_generate_options_init);
         same_size!(brisk_engine_options, brisk_engine_options_init);
         same_size!(brisk_synthesize_options, brisk_synthesize_options_init);
+        same_size!(brisk_convert_options, brisk_convert_options_init);
+        same_size!(brisk_verify_options, brisk_verify_options_init);
+        same_size!(brisk_pack_options, brisk_pack_options_init);
+        same_size!(brisk_quantize_options, brisk_quantize_options_init);
+        same_size!(brisk_calibrate_options, brisk_calibrate_options_init);
+        same_size!(brisk_ppl_options, brisk_ppl_options_init);
+        same_size!(brisk_compare_options, brisk_compare_options_init);
     }
 
     #[test]
@@ -452,6 +495,31 @@ mod tests {
             let e = e.assume_init();
             assert!(e.n_seq_max == 8 && e.n_batch == 512 && e.cache_type_k == BRISK_TYPE_AUTO);
             assert_eq!(brisk_abi_version() >> 16, BRISK_ABI_VERSION_MAJOR);
+            // Defaults at their offsets catch fields out of order.
+            let mut p = MaybeUninit::<brisk_pack_options>::zeroed();
+            brisk_pack_options_init(p.as_mut_ptr());
+            let p = p.assume_init();
+            assert!(p.level == 3 && p.long_distance == -1 && p.progress_fn.is_none());
+            let mut q = MaybeUninit::<brisk_quantize_options>::zeroed();
+            brisk_quantize_options_init(q.as_mut_ptr());
+            let q = q.assume_init();
+            assert_eq!(CStr::from_ptr(q.type_).to_str().unwrap(), "q8_0");
+            assert!(q.report == 1 && q.target_size == 0 && q.calibration.is_null() && q.eval_file.is_null());
+            let mut c = MaybeUninit::<brisk_calibrate_options>::zeroed();
+            brisk_calibrate_options_init(c.as_mut_ptr());
+            let c = c.assume_init();
+            assert!((c.holdout - 0.1).abs() < 1e-6 && c.resume == 0 && c.data_paths.is_null());
+            let mut k = MaybeUninit::<brisk_compare_options>::zeroed();
+            brisk_compare_options_init(k.as_mut_ptr());
+            let k = k.assume_init();
+            assert!(k.n_predict == 64 && k.stop_at_eos == 1);
+            let mut v = MaybeUninit::<brisk_convert_options>::zeroed();
+            brisk_convert_options_init(v.as_mut_ptr());
+            assert_eq!(v.assume_init().type_, BRISK_TYPE_AUTO);
+            let mut l = MaybeUninit::<brisk_ppl_options>::zeroed();
+            brisk_ppl_options_init(l.as_mut_ptr());
+            let l = l.assume_init();
+            assert!(l.max_chars < 0 && l.cache_type_k == BRISK_TYPE_AUTO && l.cache_type_v == BRISK_TYPE_AUTO);
             let name = CStr::from_ptr(brisk_status_name(BRISK_ERR_CONTEXT_FULL));
             assert_eq!(name.to_str().unwrap(), "BRISK_ERR_CONTEXT_FULL");
         }

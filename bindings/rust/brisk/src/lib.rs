@@ -24,6 +24,23 @@
 //! * A [`Sequence`] borrows its engine and stays on the engine's thread; one
 //!   thread drives any number of sequences with [`Engine::step`].
 //!
+//! The toolchain ([`convert_hf`], [`convert_llama2c`], [`verify`],
+//! [`add_manifest`], [`pack`], [`unpack`], [`quantize`], [`calibrate`],
+//! [`Model::perplexity`], [`compare`]) takes plain options and a [`Hooks`]
+//! of callbacks (progress, cancellation, warnings, mismatches, tensors) that
+//! run on the calling thread and may borrow local state. Errors are
+//! [`Error`] (a `std::error::Error`) with a [`Status`] kind:
+//!
+//! ```no_run
+//! use brisk::{Hooks, Status, VerifyOptions};
+//! match brisk::verify("model.brisk", &VerifyOptions::default(), Hooks::new()) {
+//!     Ok(bytes) => println!("{} bytes verified", bytes),
+//!     Err(e) if e.status() == Status::Checksum => eprintln!("damaged: {}", e),
+//!     Err(e) => return Err(e.into()),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ```compile_fail,E0597
 //! // A session cannot outlive its model.
 //! let session = {
@@ -47,8 +64,11 @@
 mod callback;
 mod engine;
 mod error;
+mod hooks;
 mod model;
+mod quality;
 mod session;
+mod tools;
 
 pub use engine::{Engine, EngineOptions, Sequence, SequenceState};
 pub use error::{Error, Result, Status};
@@ -56,6 +76,16 @@ pub use model::{
     synthesize_model, synthetic_shapes, ChatMessage, Flags, LogFn, LogLevel, Model, ModelOptions, SynthesizeOptions,
 };
 pub use session::{AbortFn, GenerateOptions, Generation, Sampler, SamplerOptions, Session, SessionOptions, StopReason};
+
+// The toolchain: everything the `brisk` command does to files.
+pub use hooks::{Hooks, Mismatch, Progress, TensorInfo};
+pub use quality::{
+    calibrate, compare, quantize, CalibrateOptions, Chunking, CompareOptions, Comparison, KlDivergence, Perplexity,
+    PerplexityOptions, QuantizeOptions, Scoring,
+};
+pub use tools::{
+    add_manifest, convert_hf, convert_llama2c, pack, unpack, verify, ConvertOptions, PackOptions, VerifyOptions,
+};
 
 pub use brisk_sys as sys;
 

@@ -71,6 +71,10 @@ pub struct ModelOptions {
     pub log_level: LogLevel,
     /// Open for tokenizing only.
     pub vocab_only: bool,
+    /// Recompute every checksum of the file's manifest before opening:
+    /// `Status::Checksum` if something differs, `Status::NotFound` without
+    /// a manifest. Reads the whole file once.
+    pub verify: bool,
 }
 
 impl Default for ModelOptions {
@@ -80,7 +84,12 @@ impl Default for ModelOptions {
             sys::brisk_model_options_init(c.as_mut_ptr());
             c.assume_init()
         };
-        ModelOptions { log: None, log_level: LogLevel::from_code(c.log_level), vocab_only: c.vocab_only != 0 }
+        ModelOptions {
+            log: None,
+            log_level: LogLevel::from_code(c.log_level),
+            vocab_only: c.vocab_only != 0,
+            verify: c.verify != 0,
+        }
     }
 }
 
@@ -94,6 +103,7 @@ impl ModelOptions {
         };
         c.log_level = self.log_level.code();
         c.vocab_only = self.vocab_only as i32;
+        c.verify = self.verify as i32;
         let mut slot = ptr::null_mut();
         if let Some(f) = self.log {
             slot = LogSlot::into_raw(f);
@@ -116,7 +126,7 @@ pub(crate) fn cstring(s: &str, what: &str) -> Result<CString> {
     CString::new(s).map_err(|_| invalid(format!("{} contains a NUL byte", what)))
 }
 
-fn path_cstring(path: &Path) -> Result<CString> {
+pub(crate) fn path_cstring(path: &Path) -> Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| invalid("path contains a NUL byte"))
 }
 
