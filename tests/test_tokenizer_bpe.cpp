@@ -53,7 +53,7 @@ std::string unhex(const std::string& h) {
 // make_tokenizer_parity.py) for strings built to stress pre-tokenization:
 // unusual whitespace, unassigned code points, special-token text, invalid UTF-8.
 TEST_CASE("Tokenizers match libllama on hard inputs", "[tokenizer]") {
-  const auto json_path = std::filesystem::path(__FILE__).parent_path() / "data" / "tokenizer_parity.json";
+  const auto json_path = std::filesystem::path(BRISK_TESTS_DIR) / "data" / "tokenizer_parity.json";
   REQUIRE(std::filesystem::exists(json_path));
   const auto ref = nlohmann::json::parse(read_all(json_path.string()));
   std::vector<std::string> cases;
