@@ -27,7 +27,7 @@ void on_mismatch(void* ud, const char* where, const char* detail) {
   Mismatches* m = static_cast<Mismatches*>(ud);
   m->list.push_back({{"where", where}, {"detail", detail}});
   if (!m->print) return;
-  m->progress->finish();  // the bar, if any, must not end up inside stdout's line on a terminal
+  m->progress->clear();  // the bar, if any, must not end up inside stdout's line on a terminal
   std::fprintf(stdout, "MISMATCH %s: %s\n", where, detail);
   std::fflush(stdout);
 }

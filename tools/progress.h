@@ -91,6 +91,13 @@ class Progress {
     std::fflush(d_.out);
   }
 
+  // Erases the bar until the next update (before writing to stdout, which
+  // may be the same terminal).
+  void clear() {
+    if (drawn_) std::fprintf(d_.out, "\r\033[K");
+    drawn_ = false;
+  }
+
   // Ends the current stage: the bar is erased (the command prints its own summary).
   void finish() {
     clear();
@@ -119,21 +126,42 @@ class Progress {
     return b;
   }
 
+  // Built by appending only (GCC 12 misreports "literal" + string&& under -Wrestrict).
   std::string text(double now, bool bar) const {
     const double f = total_ ? std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)) : 0.0;
     char pct[16];
     std::snprintf(pct, sizeof pct, "%5.1f%%", 100.0 * f);
-    std::string s = stage_ + (bar ? " " : ": ");
+    std::string s = stage_;
+    s += bar ? " " : ": ";
     if (bar) {
-      const int w = 20, fill = static_cast<int>(f * w + 0.5);
-      s += "[" + std::string(static_cast<size_t>(fill), '#') + std::string(static_cast<size_t>(w - fill), '.') + "] ";
+      const size_t w = 20, fill = static_cast<size_t>(f * w + 0.5);
+      s += '[';
+      s.append(fill, '#').append(w - fill, '.');
+      s += "] ";
     }
     s += pct;
-    if (!units_.empty()) s += " (" + std::to_string(done_) + "/" + std::to_string(total_) + " " + units_ + ")";
-    if (!bar) s += ", " + duration_text(now - t0_) + " so far";
-    if (done_ > 0 && total_ > done_ && now > t0_)
-      s += ", ETA " + duration_text((now - t0_) / static_cast<double>(done_) * static_cast<double>(total_ - done_));
-    if (!detail_.empty()) s += "  " + detail_;
+    if (!units_.empty()) {
+      s += " (";
+      s += std::to_string(done_);
+      s += '/';
+      s += std::to_string(total_);
+      s += ' ';
+      s += units_;
+      s += ')';
+    }
+    if (!bar) {
+      s += ", ";
+      s += duration_text(now - t0_);
+      s += " so far";
+    }
+    if (done_ > 0 && total_ > done_ && now > t0_) {
+      s += ", ETA ";
+      s += duration_text((now - t0_) / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+    }
+    if (!detail_.empty()) {
+      s += "  ";
+      s += detail_;
+    }
     return s;
   }
 
@@ -144,11 +172,6 @@ class Progress {
     std::fprintf(d_.out, "\r\033[K%s", s.c_str());
     std::fflush(d_.out);
     drawn_ = true;
-  }
-
-  void clear() {
-    if (drawn_) std::fprintf(d_.out, "\r\033[K");
-    drawn_ = false;
   }
 
   std::string units_;
