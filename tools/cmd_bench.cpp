@@ -371,7 +371,7 @@ int cmd_bench(int argc, char** argv) {
     brisk_engine_options_init(&eo);
     eo.n_seq_max = static_cast<uint32_t>(c.parallel);
     eo.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 1);
-    eo.n_threads = threads_arg(args);  // 0 stays 0: with --cpu-list it means one per listed CPU
+    eo.n_threads = threads_arg(args);
     eo.n_batch = static_cast<uint32_t>(std::max(1, args["batch-size"].as<int>()));
     eo.cache_type_k = c.cache.k;
     eo.cache_type_v = c.cache.v;
