@@ -6,6 +6,7 @@
 #include "guard.h"
 #include "handles.h"
 #include "threads/read_bandwidth.h"
+#include "threads/thread_pool.h"
 
 using brisk::capi::copy_out;
 using brisk::capi::copy_text_out;
@@ -123,6 +124,14 @@ brisk_status brisk_engine_describe(const brisk_engine* e, char* buf, size_t cap,
 
 uint32_t brisk_engine_n_threads(const brisk_engine* e) {
   return e ? static_cast<uint32_t>(e->engine->pool().size()) : 0;
+}
+
+uint32_t brisk_physical_cores(void) {
+  try {
+    return static_cast<uint32_t>(brisk::physical_core_count());
+  } catch (...) {  // nothing crosses the boundary; one thread always works
+    return 1;
+  }
 }
 
 brisk_status brisk_engine_step(brisk_engine* e, uint32_t* n_active) {

@@ -24,7 +24,7 @@ model() {  # model TYPE -> path, made on first use
   local t=$1 f="$MODELS/tl-$1.gguf"
   if [ ! -f "$f" ]; then
     case $t in
-      q4_k_m) model f16 >/dev/null; "$B" quantize --input "$MODELS/tl-f16.gguf" --output "$f" --type q4_k_m >/dev/null ;;
+      q4_k_m) model f16 >/dev/null; "$B" quantize --model "$MODELS/tl-f16.gguf" --output "$f" --type q4_k_m >/dev/null ;;
       *) "$B" synth --shape tinyllama-1.1b --type "$t" -o "$f" >/dev/null ;;
     esac
   fi

@@ -18,7 +18,7 @@ ppl() { echo "== $1 on $(basename "$2")"; "$B" ppl -m "$1" -f "$2" -c 256 $CH "$
 
 "$B" calibrate -m "$F32" --data "$S/data/splits/logs-calib.txt" -o "$W/logs.calib" --tokens 40960 -c 256
 "$B" calibrate -m "$F32" --data "$S/data/splits/stories-calib.txt" -o "$W/stories.calib" -c 256
-q() { "$B" quantize -i "$F32" -o "$W/$1.gguf" -q "${@:2}" > "$W/$1.log" 2>&1; ls -l "$W/$1.gguf"; }
+q() { "$B" quantize -m "$F32" -o "$W/$1.gguf" -q "${@:2}" > "$W/$1.log" 2>&1; ls -l "$W/$1.gguf"; }
 q cal-km --type q4_k_m --calibration "$W/logs.calib" --target-size 3558880
 q cal-q40size --type q4_k_m --calibration "$W/logs.calib" --target-size 3440608
 q cal-km-stories --type q4_k_m --calibration "$W/stories.calib" --target-size 3558880

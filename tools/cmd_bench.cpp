@@ -21,6 +21,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "progress.h"
 
 namespace brisk::tools {
 
@@ -208,8 +209,8 @@ int cmd_bench(int argc, char** argv) {
                         "Measure prompt and generation speed, single-stream and with many parallel sequences.\n"
                         "Synthetic shapes (random weights, no download): " + std::string(shapes));
   // clang-format off
+  add_model_option(opts, "model (GGUF)");
   opts.add_options()
-    ("m,model", "model file (GGUF)", cxxopts::value<std::string>())
     ("synthetic", "use a random-weight model of this shape instead of a file", cxxopts::value<std::string>())
     ("type", "weight type of the synthetic model", cxxopts::value<std::string>()->default_value("q4_0"))
     ("p,prompt", "prompt text (default: a fixed 512-character paragraph)", cxxopts::value<std::string>())
@@ -218,7 +219,6 @@ int cmd_bench(int argc, char** argv) {
     ("window", "decode speed is measured over the last N tokens", cxxopts::value<int>()->default_value("50"))
     ("parallel", "comma-separated counts of parallel sequences", cxxopts::value<std::string>()->default_value("1"))
     ("r,reps", "repetitions per configuration (median reported)", cxxopts::value<int>()->default_value("5"))
-    ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("cpu-list", "pin threads to these CPUs, e.g. 0,2,4-7", cxxopts::value<std::string>())
     ("no-pin", "do not pin threads")
     ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0; a comma-separated list runs each "
@@ -227,7 +227,6 @@ int cmd_bench(int argc, char** argv) {
     ("cache-type-v", "KV cache type for values (one, or as many as --cache-type-k)",
      cxxopts::value<std::string>()->default_value("f16"))
     ("b,batch-size", "most tokens per engine step", cxxopts::value<int>()->default_value("512"))
-    ("json", "print one JSON object per configuration on stdout")
     ("history", "append results to this JSON-lines file", cxxopts::value<std::string>()->default_value(default_history()))
     ("no-history", "do not append to the history file")
     ("compare", "show the change against the last run of the same configuration")
@@ -236,32 +235,24 @@ int cmd_bench(int argc, char** argv) {
                    "changing machine load affects all alike (each one's peak RSS then includes every engine's cache)")
     ("bandwidth-mib", "before and after every repetition, measure the memory read bandwidth over a buffer of this "
                       "many MiB (their mean is the decode ceiling the 'bw use' column compares against; 0: skip)",
-     cxxopts::value<int>()->default_value("512"))
-    ("h,help", "show this help");
+     cxxopts::value<int>()->default_value("512"));
   // clang-format on
+  add_threads_option(opts);
+  add_json_option(opts, "on stdout instead of the table, one object per configuration");
   cxxopts::ParseResult args;
+  int exit_code = 0;
+  if (!parse_command("bench", opts, argc, argv, &args, &exit_code)) return exit_code;
   std::vector<int> parallels;
   try {
-    args = opts.parse(argc, argv);
     parallels = parse_list(args["parallel"].as<std::string>());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "brisk bench: error: %s (see 'brisk bench --help')\n", e.what());
-    return 2;
+    return usage_error("bench", std::string("--parallel: ") + e.what());
   }
-  if (args.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return 0;
-  }
-  if (args.count("model") == args.count("synthetic")) {
-    std::fprintf(stderr, "brisk bench: error: give exactly one of -m MODEL or --synthetic SHAPE\n");
-    return 2;
-  }
+  if (args.count("model") == args.count("synthetic"))
+    return usage_error("bench", "give exactly one of -m MODEL or --synthetic SHAPE");
   const int n_gen = args["n-gen"].as<int>(), reps = args["reps"].as<int>();
   const int window = std::min(args["window"].as<int>(), n_gen - 1);
-  if (n_gen < 2 || reps < 1 || window < 1) {
-    std::fprintf(stderr, "brisk bench: error: need -n >= 2, --window >= 1 and -r >= 1\n");
-    return 2;
-  }
+  if (n_gen < 2 || reps < 1 || window < 1) return usage_error("bench", "need -n >= 2, --window >= 1 and -r >= 1");
   // KV cache types: K and V lists paired by position (a single V type
   // goes with every K type).
   struct CacheTypes {
@@ -353,6 +344,7 @@ int cmd_bench(int argc, char** argv) {
   std::string cpu_list = args.count("cpu-list") ? args["cpu-list"].as<std::string>() : "";
   const bool interleave = args.count("interleave") > 0;
 
+  Progress progress("repetitions");
   // One configuration: its engine and its repetitions.
   struct Config {
     int parallel = 0;
@@ -379,7 +371,7 @@ int cmd_bench(int argc, char** argv) {
     brisk_engine_options_init(&eo);
     eo.n_seq_max = static_cast<uint32_t>(c.parallel);
     eo.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 1);
-    eo.n_threads = static_cast<uint32_t>(std::max(0, args["threads"].as<int>()));
+    eo.n_threads = threads_arg(args);
     eo.n_batch = static_cast<uint32_t>(std::max(1, args["batch-size"].as<int>()));
     eo.cache_type_k = c.cache.k;
     eo.cache_type_v = c.cache.v;
@@ -393,7 +385,7 @@ int cmd_bench(int argc, char** argv) {
     brisk_engine_describe(c.engine, desc, sizeof desc, &needed);
     c.desc = desc;
     c.threads = static_cast<int>(brisk_engine_n_threads(c.engine));
-    std::fprintf(stderr, "parallel %d: %s\n", c.parallel, desc);
+    progress.line("parallel " + std::to_string(c.parallel) + ": " + desc);
     return true;
   };
   // The read bandwidth with the engine's threads (0 when not measured).
@@ -423,8 +415,9 @@ int cmd_bench(int argc, char** argv) {
   };
   // One repetition of the given configurations, together.
   auto run_rep = [&](std::vector<Config*> cs, int r) -> bool {
-    std::fprintf(stderr, "\r  run %d/%d ...", r + 1, reps);
-    std::fflush(stderr);
+    progress.update("bench", static_cast<uint64_t>(r), static_cast<uint64_t>(reps),
+                    cs.size() == 1 ? "parallel " + std::to_string(cs[0]->parallel)
+                                   : std::to_string(cs.size()) + " configurations in turns");
     // One bandwidth measurement serves configurations that run together.
     if (!before_rep(*cs[0])) return false;
     std::vector<std::pair<brisk_engine*, int>> engines;
@@ -574,7 +567,7 @@ int cmd_bench(int argc, char** argv) {
     std::vector<Config*> all;
     for (Config& c : configs) all.push_back(&c);
     for (int r = 0; r < reps && ok; ++r) ok = run_rep(all, r);
-    std::fprintf(stderr, "\r%40s\r", "");
+    progress.finish();
     if (ok)
       for (const Config& c : configs) finish(c);
     for (Config& c : configs) brisk_engine_free(c.engine);
@@ -583,7 +576,7 @@ int cmd_bench(int argc, char** argv) {
       if (!create(c)) break;
       bool ok = true;
       for (int r = 0; r < reps && ok; ++r) ok = run_rep({&c}, r);
-      std::fprintf(stderr, "\r%40s\r", "");
+      progress.finish();
       brisk_engine_free(c.engine);
       c.engine = nullptr;
       if (!ok) break;

@@ -1,5 +1,5 @@
 // brisk compare: greedy outputs of two models on the same prompts, side by side.
-#include <csignal>
+#include <algorithm>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
@@ -10,18 +10,11 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "progress.h"
 
 namespace brisk::tools {
 
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
-int abort_requested(void*) { return g_interrupted; }
-int on_progress(void* ud, const char*, uint64_t done, uint64_t total, const char*) {
-  static_cast<ProgressLine*>(ud)->update(done, total, "prompts");
-  return 0;
-}
 
 // One line, control characters made visible, at most `width` bytes.
 std::string one_line(const std::string& s, size_t width) {
@@ -45,26 +38,16 @@ int cmd_compare(int argc, char** argv) {
     ("f,file", "prompts: JSONL with a \"prompt\" (or --field) string per line, or plain text, one per line",
      cxxopts::value<std::string>())
     ("field", "JSONL field holding the prompt", cxxopts::value<std::string>()->default_value("prompt"))
-    ("n,n-predict", "tokens generated per prompt", cxxopts::value<int>()->default_value("64"))
-    ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
-    ("json", "print the full result as JSON on stdout")
-    ("h,help", "show this help");
+    ("n,n-predict", "tokens generated per prompt", cxxopts::value<int>()->default_value("64"));
   // clang-format on
+  add_threads_option(opts);
+  add_json_option(opts, "on stdout instead of the text: every prompt's texts, tokens and first divergence");
   cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "brisk compare: error: %s (see 'brisk compare --help')\n", e.what());
-    return 2;
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return 0;
-  }
-  if (!args.count("model") || args["model"].as<std::vector<std::string>>().size() != 2 || !args.count("file")) {
-    std::fprintf(stderr, "brisk compare: error: give two models (-m A -m B) and prompts (-f FILE)\n");
-    return 2;
-  }
+  int exit_code = 0;
+  if (!parse_command("compare", opts, argc, argv, &args, &exit_code)) return exit_code;
+  if (!args.count("model") || args["model"].as<std::vector<std::string>>().size() != 2 || !args.count("file"))
+    return usage_error("compare", "give two models (-m A -m B) and prompts (-f FILE)");
+  if (args["n-predict"].as<int>() < 0) return usage_error("compare", "-n must not be negative");
   const std::vector<std::string> models = args["model"].as<std::vector<std::string>>();
   std::string text;
   if (!read_file("compare", args["file"].as<std::string>(), &text)) return 1;
@@ -97,12 +80,12 @@ int cmd_compare(int argc, char** argv) {
     brisk_compare_options o;
     brisk_compare_options_init(&o);
     o.n_predict = args["n-predict"].as<int>();
-    o.n_threads = static_cast<uint32_t>(std::max(0, args["threads"].as<int>()));
-    ProgressLine progress("compare");
-    o.progress_fn = on_progress;
+    o.n_threads = threads_arg(args);
+    Progress progress("prompts");
+    o.progress_fn = Progress::callback;
     o.progress_user_data = &progress;
     o.abort_fn = abort_requested;
-    std::signal(SIGINT, on_sigint);
+    catch_sigint();
     st = brisk_compare(a, b, ptrs.data(), ptrs.size(), &o, &r);
     progress.finish();
   }

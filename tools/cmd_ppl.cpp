@@ -1,6 +1,5 @@
 // brisk ppl: perplexity with llama-perplexity's protocol and, against a base
 // model, KL divergence and same-top-token rate (llama.cpp's --kl-divergence).
-#include <csignal>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <string>
@@ -8,18 +7,11 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "progress.h"
 
 namespace brisk::tools {
 
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
-int abort_requested(void*) { return g_interrupted; }
-int on_progress(void* ud, const char*, uint64_t done, uint64_t total, const char*) {
-  static_cast<ProgressLine*>(ud)->update(done, total, "chunks");
-  return 0;
-}
 
 const char* kProtocol =
     "Protocol (llama-perplexity's, the default): the text is tokenized as one string with BOS and\n"
@@ -43,8 +35,8 @@ double val(const brisk_ppl_result* r, const char* key) {
 int cmd_ppl(int argc, char** argv) {
   cxxopts::Options opts("brisk ppl", std::string("Perplexity (and KL divergence against a base model).\n\n") + kProtocol);
   // clang-format off
+  add_model_option(opts, "model (GGUF)");
   opts.add_options()
-    ("m,model", "model (GGUF)", cxxopts::value<std::string>())
     ("f,file", "text file", cxxopts::value<std::string>())
     ("base", "base model for KL divergence (e.g. the F32 original)", cxxopts::value<std::string>())
     ("c,ctx-size", "tokens per chunk (0 = min(training context, 512))", cxxopts::value<int>()->default_value("0"))
@@ -55,44 +47,31 @@ int cmd_ppl(int argc, char** argv) {
     ("chunking", "replace (llama-perplexity) or prepend", cxxopts::value<std::string>()->default_value("replace"))
     ("score", "second-half (llama-perplexity) or all", cxxopts::value<std::string>()->default_value("second-half"))
     ("chars", "use only the first N characters of the file", cxxopts::value<long long>()->default_value("-1"))
-    ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
-    ("cache-type-v", "KV cache type for values", cxxopts::value<std::string>()->default_value("auto"))
-    ("json", "print the result as JSON on stdout")
-    ("h,help", "show this help");
+    ("cache-type-v", "KV cache type for values", cxxopts::value<std::string>()->default_value("auto"));
   // clang-format on
+  add_threads_option(opts);
+  add_json_option(opts);
   cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "brisk ppl: error: %s (see 'brisk ppl --help')\n", e.what());
-    return 2;
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return 0;
-  }
-  if (!args.count("model") || !args.count("file")) {
-    std::fprintf(stderr, "brisk ppl: error: -m MODEL and -f TEXT are required\n");
-    return 2;
-  }
+  int exit_code = 0;
+  if (!parse_command("ppl", opts, argc, argv, &args, &exit_code)) return exit_code;
+  std::string model_path;
+  model_arg("ppl", args, &model_path);
+  if (model_path.empty() || !args.count("file")) return usage_error("ppl", "-m MODEL and -f TEXT are required");
   const std::string chunking = args["chunking"].as<std::string>(), score = args["score"].as<std::string>();
-  if ((chunking != "replace" && chunking != "prepend") || (score != "second-half" && score != "all") ||
-      args["ctx-size"].as<int>() < 0 || args["chunks"].as<int>() < 0 || args["threads"].as<int>() < 0) {
-    std::fprintf(stderr, "brisk ppl: error: bad option value (see 'brisk ppl --help')\n");
-    return 2;
-  }
+  if (chunking != "replace" && chunking != "prepend") return usage_error("ppl", "--chunking is replace or prepend");
+  if (score != "second-half" && score != "all") return usage_error("ppl", "--score is second-half or all");
+  if (args["ctx-size"].as<int>() < 0 || args["chunks"].as<int>() < 0)
+    return usage_error("ppl", "-c and --chunks must not be negative");
   int32_t cache_k, cache_v;
   if (!parse_type(args["cache-type-k"].as<std::string>(), &cache_k) ||
-      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v)) {
-    std::fprintf(stderr, "brisk ppl: error: unknown cache type (auto, f32, f16, q8_0, q4_0)\n");
-    return 2;
-  }
+      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v))
+    return usage_error("ppl", "unknown cache type (auto, f32, f16, q8_0, q4_0)");
   std::string text;
   if (!read_file("ppl", args["file"].as<std::string>(), &text)) return 1;
   brisk_model* model = nullptr;
   brisk_model* base = nullptr;
-  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), nullptr, &model);
+  brisk_status st = brisk_model_open(model_path.c_str(), nullptr, &model);
   if (st != BRISK_OK) return report("ppl", st);
   if (args.count("base") && (st = brisk_model_open(args["base"].as<std::string>().c_str(), nullptr, &base)) != BRISK_OK) {
     brisk_model_close(model);
@@ -105,7 +84,7 @@ int cmd_ppl(int argc, char** argv) {
   o.chunking = chunking == "prepend" ? BRISK_PPL_CHUNK_PREPEND_BOS : BRISK_PPL_CHUNK_REPLACE_BOS;
   o.scoring = score == "all" ? BRISK_PPL_SCORE_ALL : BRISK_PPL_SCORE_SECOND_HALF;
   o.max_chars = args["chars"].as<long long>();
-  o.n_threads = static_cast<uint32_t>(args["threads"].as<int>());
+  o.n_threads = threads_arg(args);
   o.spread_chunks = args.count("spread") ? 1 : 0;
   o.cache_type_k = cache_k;
   o.cache_type_v = cache_v;
@@ -114,11 +93,11 @@ int cmd_ppl(int argc, char** argv) {
     base_cache = args["base-cache"].as<std::string>();
     o.base_cache = base_cache.c_str();
   }
-  ProgressLine progress("ppl");
-  o.progress_fn = on_progress;
+  Progress progress("chunks");
+  o.progress_fn = Progress::callback;
   o.progress_user_data = &progress;
   o.abort_fn = abort_requested;
-  std::signal(SIGINT, on_sigint);
+  catch_sigint();
   brisk_ppl_result* r = nullptr;
   const double t0 = now_seconds();
   st = brisk_perplexity(model, base, text.data(), text.size(), &o, &r);

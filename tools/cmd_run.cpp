@@ -1,10 +1,11 @@
 // brisk run: evaluate a prompt and stream a continuation to stdout.
 // stdout carries only the prompt and the generated text; everything else
-// (speeds, errors) goes to stderr so the output can be piped.
+// (speeds, errors; with --json the timings as JSON) goes to stderr so the
+// output can be piped.
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,14 +13,11 @@
 #include "commands.h"
 #include "chat.h"
 #include "common.h"
+#include "progress.h"
 
 namespace brisk::tools {
 
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
-int abort_requested(void*) { return g_interrupted; }
 
 int print_token(void*, int32_t, const char* text, size_t len) {
   std::fwrite(text, 1, len, stdout);
@@ -32,8 +30,8 @@ int print_token(void*, int32_t, const char* text, size_t len) {
 int cmd_run(int argc, char** argv) {
   cxxopts::Options opts("brisk run", "Generate text from a prompt; the text streams to stdout.");
   // clang-format off
+  add_model_option(opts, "model (GGUF)");
   opts.add_options()
-    ("m,model", "model file (GGUF)", cxxopts::value<std::string>())
     ("p,prompt", "prompt text", cxxopts::value<std::string>()->default_value(""))
     ("f,file", "read the prompt from a file", cxxopts::value<std::string>())
     ("n,n-predict", "tokens to generate", cxxopts::value<int>()->default_value("128"))
@@ -44,7 +42,6 @@ int cmd_run(int argc, char** argv) {
     ("repeat-penalty", "penalty for recently seen tokens (1 = off)", cxxopts::value<float>()->default_value("1.0"))
     ("repeat-last-n", "how many recent tokens the penalty looks at", cxxopts::value<int>()->default_value("64"))
     ("seed", "random seed (same seed, same text)", cxxopts::value<uint64_t>()->default_value("0"))
-    ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("c,ctx-size", "context length (0 = model's, at most 4096)", cxxopts::value<int>()->default_value("0"))
     ("b,batch-size", "prompt tokens per forward pass", cxxopts::value<int>()->default_value("512"))
     ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
@@ -54,38 +51,26 @@ int cmd_run(int argc, char** argv) {
     ("system", "system prompt for --chat", cxxopts::value<std::string>()->default_value(""))
     ("chat-template", "chat format for --chat: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
     ("ignore-eos", "keep generating after the end-of-sequence token")
-    ("verify", "check the model's embedded checksums before running")
-    ("h,help", "show this help");
+    ("verify", "check the model's embedded checksums before running");
   // clang-format on
+  add_threads_option(opts);
+  add_json_option(opts, "on stderr after the text: prompt and generation tokens, seconds and tokens/s (not with --chat)");
   cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "brisk run: error: %s (see 'brisk run --help')\n", e.what());
-    return 2;
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return 0;
-  }
-  if (!args.count("model")) {
-    std::fprintf(stderr, "brisk run: error: no model given (-m MODEL.gguf)\n");
-    return 2;
-  }
+  int exit_code = 0;
+  if (!parse_command("run", opts, argc, argv, &args, &exit_code)) return exit_code;
+  std::string model_path;
+  model_arg("run", args, &model_path);
+  if (model_path.empty()) return usage_error("run", "no model given (-m MODEL.gguf)");
   const int n_predict = args["n-predict"].as<int>();
-  const int n_threads = args["threads"].as<int>();
   const int n_ctx = args["ctx-size"].as<int>();
   const int n_batch = args["batch-size"].as<int>();
-  if (n_predict < 0 || n_threads < 0 || n_ctx < 0 || n_batch <= 0) {
-    std::fprintf(stderr, "brisk run: error: -n, -t and -c must not be negative, -b must be positive\n");
-    return 2;
-  }
+  if (n_predict < 0 || n_ctx < 0 || n_batch <= 0)
+    return usage_error("run", "-n and -c must not be negative, -b must be positive");
+  if (args.count("json") && args.count("chat")) return usage_error("run", "--json reports one generation: not with --chat");
   int32_t cache_k = 0, cache_v = 0;
   if (!parse_type(args["cache-type-k"].as<std::string>(), &cache_k) ||
-      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v)) {
-    std::fprintf(stderr, "brisk run: error: unknown cache type (auto, f32, f16, q8_0, q4_0)\n");
-    return 2;
-  }
+      !parse_type(args["cache-type-v"].as<std::string>(), &cache_v))
+    return usage_error("run", "unknown cache type (auto, f32, f16, q8_0, q4_0)");
   std::string prompt = args["prompt"].as<std::string>();
   if (args.count("file") && !read_file("run", args["file"].as<std::string>(), &prompt)) return 1;
 
@@ -93,14 +78,14 @@ int cmd_run(int argc, char** argv) {
   brisk_model_options mo;
   brisk_model_options_init(&mo);
   mo.verify = args.count("verify") ? 1 : 0;
-  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), &mo, &model);
+  brisk_status st = brisk_model_open(model_path.c_str(), &mo, &model);
   if (st != BRISK_OK) return report("run", st);
 
-  std::signal(SIGINT, on_sigint);
+  catch_sigint();
   brisk_session_options so;
   brisk_session_options_init(&so);
   so.n_ctx = static_cast<uint32_t>(n_ctx);
-  so.n_threads = static_cast<uint32_t>(n_threads);
+  so.n_threads = threads_arg(args);
   so.n_batch = static_cast<uint32_t>(n_batch);
   so.abort_fn = abort_requested;
   so.cache_type_k = cache_k;
@@ -122,6 +107,7 @@ int cmd_run(int argc, char** argv) {
   double t0 = 0, t1 = 0, t2 = 0;
   int rc = 0;
   bool chat_done = false;
+  const char* reason_name = "";
   do {
     if ((st = brisk_session_create(model, &so, &session)) != BRISK_OK) break;
     size_t needed = 0;
@@ -158,8 +144,12 @@ int cmd_run(int argc, char** argv) {
     go.max_tokens = n_predict;
     go.stop_at_eos = args.count("ignore-eos") ? 0 : 1;
     go.token_fn = print_token;
-    brisk_stop_reason reason;
+    brisk_stop_reason reason = BRISK_STOP_MAX_TOKENS;
     st = brisk_generate(session, sampler, &go, &n_gen, &reason);
+    reason_name = reason == BRISK_STOP_EOS             ? "eos"
+                  : reason == BRISK_STOP_CALLBACK      ? "interrupted"
+                  : reason == BRISK_STOP_CONTEXT_FULL ? "context_full"
+                                                       : "max_tokens";
     t2 = now_seconds();
     std::printf("\n");
     std::fflush(stdout);
@@ -169,9 +159,19 @@ int cmd_run(int argc, char** argv) {
     std::fflush(stdout);
     rc = report("run", st);
   } else if (rc == 0 && !chat_done) {
-    std::fprintf(stderr, "prompt: %zu tokens, %.2f tokens/s | generation: %zu tokens, %.2f tokens/s\n",
-                 tokens.size(), tokens.size() / std::max(t1 - t0, 1e-9), n_gen,
-                 n_gen > 0 ? n_gen / std::max(t2 - t1, 1e-9) : 0.0);
+    const double prompt_tps = tokens.size() / std::max(t1 - t0, 1e-9);
+    const double gen_tps = n_gen > 0 ? n_gen / std::max(t2 - t1, 1e-9) : 0.0;
+    if (args.count("json"))
+      print_json(stderr, {{"prompt_tokens", tokens.size()},
+                          {"prompt_seconds", t1 - t0},
+                          {"prompt_tokens_per_s", prompt_tps},
+                          {"gen_tokens", n_gen},
+                          {"gen_seconds", t2 - t1},
+                          {"gen_tokens_per_s", gen_tps},
+                          {"stop_reason", reason_name}});
+    else
+      std::fprintf(stderr, "prompt: %zu tokens, %.2f tokens/s | generation: %zu tokens, %.2f tokens/s\n",
+                   tokens.size(), prompt_tps, n_gen, gen_tps);
   }
   brisk_sampler_free(sampler);
   brisk_session_free(session);

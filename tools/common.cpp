@@ -1,10 +1,13 @@
 #include "common.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
-#include <unistd.h>
 
 namespace brisk::tools {
 
@@ -63,29 +66,6 @@ bool parse_size(const std::string& text, uint64_t* out) {
   return true;
 }
 
-void ProgressLine::update(uint64_t done, uint64_t total, const std::string& detail) {
-  const double now = now_seconds();
-  if (t0_ < 0) t0_ = now;
-  const bool tty = ::isatty(2);
-  if (done < total && now - last_ < (tty ? 0.2 : 5.0)) return;
-  last_ = now;
-  char eta[32] = "";
-  if (done > 0 && total > done) {
-    const double left = (now - t0_) / done * (total - done);
-    std::snprintf(eta, sizeof eta, ", ETA %dm%02ds", static_cast<int>(left) / 60, static_cast<int>(left) % 60);
-  }
-  const double pct = total ? 100.0 * done / total : 100.0;
-  std::fprintf(stderr, "%s%s: %5.1f%% (%llu/%llu%s) %s%s", tty ? "\r\033[K" : "", what_, pct,
-               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), eta, detail.c_str(),
-               tty ? "" : "\n");
-  drawn_ = tty;
-}
-
-void ProgressLine::finish() {
-  if (drawn_) std::fprintf(stderr, "\n");
-  drawn_ = false;
-}
-
 bool read_file(const char* cmd, const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -96,6 +76,102 @@ bool read_file(const char* cmd, const std::string& path, std::string* out) {
   ss << in.rdbuf();
   *out = ss.str();
   return true;
+}
+
+void add_model_option(cxxopts::Options& opts, const std::string& what) {
+  opts.add_options()("m,model", what, cxxopts::value<std::string>(), "FILE");
+}
+
+void add_model_option_positional(cxxopts::Options& opts, const std::string& what) {
+  add_model_option(opts, what + "; also taken as the first argument");
+  // Hidden from the help (cxxopts lists no positional options by default).
+  opts.add_options()("positional-model", "", cxxopts::value<std::string>());
+  opts.parse_positional({"positional-model"});
+  opts.positional_help("[MODEL]");
+}
+
+void add_output_option(cxxopts::Options& opts, const std::string& what) {
+  opts.add_options()("o,output", what, cxxopts::value<std::string>(), "FILE");
+}
+
+void add_threads_option(cxxopts::Options& opts) {
+  opts.add_options()("t,threads", "worker threads (0 = one per physical core)",
+                     cxxopts::value<int>()->default_value("0"), "N");
+}
+
+void add_json_option(cxxopts::Options& opts, const std::string& where) {
+  opts.add_options()("json", "print the results as JSON " + where);
+}
+
+int usage_error(const char* cmd, const std::string& message) {
+  std::fprintf(stderr, "brisk %s: error: %s (see 'brisk %s --help')\n", cmd, message.c_str(), cmd);
+  return 2;
+}
+
+bool parse_command(const char* cmd, cxxopts::Options& opts, int argc, char** argv, cxxopts::ParseResult* args,
+                   int* exit_code) {
+  opts.add_options()("h,help", "show this help");
+  try {
+    *args = opts.parse(argc, argv);
+  } catch (const std::exception& e) {
+    *exit_code = usage_error(cmd, e.what());
+    return false;
+  }
+  if (args->count("help")) {
+    std::printf("%s\n", opts.help().c_str());
+    *exit_code = 0;
+    return false;
+  }
+  if (!args->unmatched().empty()) {
+    *exit_code = usage_error(cmd, "unexpected argument '" + args->unmatched().front() + "'");
+    return false;
+  }
+  if (args->count("threads") && (*args)["threads"].as<int>() < 0) {
+    *exit_code = usage_error(cmd, "--threads must be 0 (one per physical core) or more");
+    return false;
+  }
+  return true;
+}
+
+bool model_arg(const char* cmd, const cxxopts::ParseResult& args, std::string* model, const char* alias) {
+  model->clear();
+  std::string other;
+  if (args.count("model")) *model = args["model"].as<std::string>();
+  if (args.count("positional-model")) other = args["positional-model"].as<std::string>();
+  if (alias && args.count(alias)) {
+    const std::string a = args[alias].as<std::string>();
+    if (!other.empty() && other != a) {
+      usage_error(cmd, "two models given ('" + other + "' and '" + a + "')");
+      return false;
+    }
+    other = a;
+  }
+  if (!model->empty() && !other.empty() && *model != other) {
+    usage_error(cmd, "two models given ('" + *model + "' and '" + other + "')");
+    return false;
+  }
+  if (model->empty()) *model = other;
+  return true;
+}
+
+uint32_t threads_arg(const cxxopts::ParseResult& args) {
+  return static_cast<uint32_t>(std::max(0, args["threads"].as<int>()));
+}
+
+uint32_t threads_arg_resolved(const cxxopts::ParseResult& args) {
+  const uint32_t n = threads_arg(args);
+  return n > 0 ? n : brisk_physical_cores();
+}
+
+void print_json(FILE* out, const nlohmann::json& j) {
+  const std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::fprintf(out, "%s\n", s.c_str());
+  std::fflush(out);
+}
+
+uint64_t file_bytes(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
 }  // namespace brisk::tools

@@ -36,8 +36,16 @@ void print_usage(FILE* out) {
                "usage: brisk <command> [options]\n\ncommands:\n",
                brisk_version());
   for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'brisk <command> --help' shows a command's options.\n"
-                    "'brisk --version' prints the version.\n");
+  std::fprintf(out,
+               "\nEvery command spells the common options the same way:\n"
+               "  -m, --model FILE   the input model\n"
+               "  -o, --output FILE  the file to write (written to a temporary file, then renamed)\n"
+               "  -t, --threads N    worker threads; 0 (the default) = one per physical core\n"
+               "  --json             results as JSON on stdout (run: its timings on stderr, after the text)\n"
+               "Long commands show progress on stderr: a bar on a terminal, a plain line every 10 s otherwise.\n"
+               "Usage errors exit with 2, failures with 1; Ctrl-C stops cleanly.\n"
+               "\n'brisk <command> --help' shows a command's options.\n"
+               "'brisk --version' prints the version.\n");
 }
 
 }  // namespace

@@ -352,6 +352,11 @@ BRISK_API void brisk_engine_free(brisk_engine *engine);
 BRISK_API brisk_status brisk_engine_describe(const brisk_engine *engine, char *buf, size_t cap, size_t *needed);
 /* Threads the engine computes with (the calling thread included). */
 BRISK_API uint32_t brisk_engine_n_threads(const brisk_engine *engine);
+/* The physical cores this process may run on (SMT siblings counted once), at
+ * least 1: the thread count that n_threads = 0 gives where an option says
+ * "one per physical core". Options whose 0 means all cores take it as an
+ * explicit count. Added in ABI 0.4. */
+BRISK_API uint32_t brisk_physical_cores(void);
 /* One forward pass over all ready work; *n_active (may be NULL) receives the
  * number of sequences that still have work. */
 BRISK_API brisk_status brisk_engine_step(brisk_engine *engine, uint32_t *n_active);
