@@ -54,6 +54,8 @@ brisk::SamplerParams sampler_params(const brisk_sampler_options* given) {
   p.repeat_penalty = o.repeat_penalty;
   p.repeat_last_n = o.repeat_last_n;
   p.seed = o.seed;
+  p.presence_penalty = o.presence_penalty;
+  p.frequency_penalty = o.frequency_penalty;
   return p;
 }
 

@@ -136,6 +136,8 @@ brisk_status brisk_sampler_create(const brisk_sampler_options* options, brisk_sa
     p.repeat_penalty = o.repeat_penalty;
     p.repeat_last_n = o.repeat_last_n;
     p.seed = o.seed;
+    p.presence_penalty = o.presence_penalty;
+    p.frequency_penalty = o.frequency_penalty;
     auto h = std::make_unique<brisk_sampler>();
     h->sampler = std::make_unique<brisk::Sampler>(p);
     *out = h.release();
