@@ -228,7 +228,11 @@ void Scheduler::run() {
       }
     }
     check_clients();
-    if (active_.empty()) continue;
+    if (active_.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      metrics_.set_gauges(static_cast<int>(queue_.size()), 0, static_cast<int>(cache_.size()));
+      continue;
+    }
 
     const double t0 = tools::now_seconds();
     uint64_t generated = 0;
@@ -256,6 +260,9 @@ void Scheduler::run() {
     }
     active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& j) { return j->seq == nullptr; }),
                   active_.end());
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.set_gauges(static_cast<int>(queue_.size()), static_cast<int>(active_.size()),
+                        static_cast<int>(cache_.size()));
   }
 }
 
