@@ -204,6 +204,27 @@ test('a client that disconnects mid-stream frees its sequence', async () => {
   assert.ok(line.completion_tokens < 400);
 });
 
+test('a non-streaming client that hangs up is cancelled too', async () => {
+  const { connect } = await import('node:net');
+  const body = JSON.stringify({ prompt: PROMPT, max_tokens: 1500, temperature: 0 });
+  const sock = connect(server.port, '127.0.0.1');
+  await new Promise((r) => sock.on('connect', r));
+  sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  await sleep(150);
+  sock.destroy();
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const line = server.logs.find((l) => l.event === 'request' && l.outcome === 'cancelled' && l.stream === false);
+    if (line) {
+      assert.ok(line.completion_tokens < 1500);
+      break;
+    }
+    assert.ok(Date.now() < deadline, 'the request ends after its client leaves');
+    await sleep(20);
+  }
+  assert.equal(await metric(server.base, 'brisk_active_sequences'), 0);
+});
+
 test('request log lines carry no prompt text by default', async () => {
   const secret = 'purple elephant secret';
   await client.completions.create({ model: 'm', prompt: secret, max_tokens: 2 });

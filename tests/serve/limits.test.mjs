@@ -58,6 +58,11 @@ test('bad requests get 400 with a clear message', async () => {
   assertError(await post(C, JSON.stringify({ messages: [{ role: 'wizard', content: 'x' }] })), 400, /role/);
   assertError(await post(C, JSON.stringify({ messages: [{ role: 'user', content: 5 }] })), 400, /content/);
   assertError(await post(C, JSON.stringify({ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }] })), 400, /tools/);
+  // Deep nesting: refused, without exhausting the stack.
+  // (within this server's 64 KiB --max-body)
+  assertError(await post(P, '['.repeat(30000) + ']'.repeat(30000)), 400);
+  assertError(await post(P, '{"prompt": ' + '['.repeat(30000) + ']'.repeat(30000) + '}'), 400, /prompt/);
+  assertError(await post(C, '{"messages": [' + '{"a":'.repeat(10000) + '1' + '}'.repeat(10000) + ']}'), 400, /messages/);
   // Invalid UTF-8 inside a JSON string.
   const bad = Buffer.concat([Buffer.from('{"prompt": "ab'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]);
   assertError(await post(P, bad), 400, /JSON/);
@@ -171,4 +176,28 @@ test('SIGTERM: refuses new requests, finishes those in flight, exits 0', async (
   assert.equal(code, 0);
   assert.ok(s.logs.some((l) => l.event === 'draining'));
   assert.ok(s.logs.some((l) => l.event === 'stopped'));
+});
+
+test('SIGTERM: requests still running at the shutdown deadline are ended, exit 0', async () => {
+  const s = await startServer(['--parallel', '2', '--shutdown-timeout', '0.5']);
+  const res = await fetch(`${s.base}/v1/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 1900, temperature: 0, stream: true }),
+  });
+  assert.equal(res.status, 200);
+  const dec = new TextDecoder();
+  let body = '';
+  let signalled = false;
+  for await (const part of res.body) {
+    body += dec.decode(part, { stream: true });
+    if (!signalled) {
+      signalled = true;
+      s.proc.kill('SIGTERM');
+    }
+  }
+  const { code } = await withTimeout(s.exited, 30000, 'exit after the deadline');
+  assert.equal(code, 0);
+  assert.match(body, /shutting down/, 'the stream ends with an error event');
+  assert.match(body, /data: \[DONE\]\n\n$/);
+  assert.ok(s.logs.some((l) => l.event === 'shutdown_deadline'));
 });

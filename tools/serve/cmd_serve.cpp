@@ -168,6 +168,8 @@ int cmd_serve(int argc, char** argv) {
   svr.set_payload_max_length(static_cast<size_t>(max_body));
   svr.set_read_timeout(30, 0);
   svr.set_write_timeout(30, 0);
+  svr.set_tcp_nodelay(true);  // stream each token at once, not after the client's delayed ACK
+  svr.set_keep_alive_max_count(1000);
   serve::install_routes(svr, state);
   int bound = port;
   if (port == 0) bound = svr.bind_to_any_port(host);
@@ -228,7 +230,13 @@ int cmd_serve(int argc, char** argv) {
       break;
     }
     std::string chat_template = args["chat-template"].as<std::string>();
-    if (chat_template.empty() && !serve::model_has_chat_template(model)) {
+    if (!chat_template.empty() && !serve::chat_template_works(model, chat_template)) {
+      log.error("start_failed", {{"what", "--chat-template"}, {"error", brisk_last_error()}});
+      std::fprintf(stderr, "brisk serve: error: --chat-template %s: %s\n", chat_template.c_str(), brisk_last_error());
+      rc = 2;
+      break;
+    }
+    if (chat_template.empty() && !serve::chat_template_works(model, "")) {
       chat_template = "chatml";
       log.warn("chat_template", {{"message", "the model has no chat template brisk recognises; using ChatML "
                                              "(choose one with --chat-template)"}});

@@ -175,11 +175,12 @@ void refuse_unsupported(const json& body) {
 
 }  // namespace
 
-bool model_has_chat_template(const brisk_model* model) {
+bool chat_template_works(const brisk_model* model, const std::string& name) {
   const char* roles[] = {"user"};
   const char* contents[] = {"hi"};
   size_t needed = 0;
-  const brisk_status st = brisk_chat_render(model, nullptr, roles, contents, 1, 1, nullptr, 0, &needed);
+  const brisk_status st =
+      brisk_chat_render(model, name.empty() ? nullptr : name.c_str(), roles, contents, 1, 1, nullptr, 0, &needed);
   return st == BRISK_OK || st == BRISK_ERR_BUFFER_TOO_SMALL;
 }
 

@@ -27,7 +27,7 @@ struct RequestError {
 bool parse_request(const std::string& body, bool chat, const brisk_model* model, const RequestLimits& limits,
                    Job* job, std::string* prompt_text, RequestError* err);
 
-// Whether the model carries a chat template brisk recognises.
-bool model_has_chat_template(const brisk_model* model);
+// Whether the chat format `name` ("" : the model's own template) renders.
+bool chat_template_works(const brisk_model* model, const std::string& name);
 
 }  // namespace brisk::serve
