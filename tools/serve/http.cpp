@@ -283,6 +283,7 @@ void access_log(ServerState& st, const httplib::Request& req, const httplib::Res
     f["total_ms"] = std::round((now - j.t_arrival) * 1e4) / 10;
     if (!j.finish_reason.empty()) f["finish_reason"] = j.finish_reason;
     if (j.error_status) f["outcome"] = j.error_type;
+    else if (j.cancel) f["outcome"] = "cancelled";  // the scheduler ends it before its next step
     if (j.t_first > 0) st.metrics.ttft.observe(j.t_first - j.t_arrival);
     if (st.log_prompts) {
       f["prompt"] = rec.prompt_text;

@@ -109,7 +109,9 @@ void Scheduler::start(const std::shared_ptr<Job>& job) {
   if (cfg_.cache_slots > 0) {
     ++metrics_.cache_lookups;
     hit = cache_.lookup(job->prompt, &reuse);
-    if (reuse < static_cast<size_t>(cfg_.min_cached)) hit = nullptr;
+    // A fork copies all of the entry's rows: worth it when a good share of
+    // them is kept (copying is far cheaper than computing, not free).
+    if (hit && (reuse < static_cast<size_t>(cfg_.min_cached) || reuse * 4 < hit->tokens.size())) hit = nullptr;
   }
   brisk_status st;
   if (hit) {

@@ -23,7 +23,7 @@ struct SchedulerConfig {
   int parallel = 1;      // requests processed at once (engine slots besides the cache's)
   int cache_slots = 0;   // slots for the prefix cache; 0: no cache
   int max_queue = 64;    // requests waiting for a slot at most
-  int min_cached = 4;    // reuse a cached prefix only from this many tokens on
+  int min_cached = 16;   // reuse a cached prefix only from this many tokens on
 };
 
 class Scheduler {
