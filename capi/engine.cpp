@@ -55,6 +55,8 @@ brisk::SamplerParams sampler_params(const brisk_sampler_options* given) {
   p.repeat_penalty = o.repeat_penalty;
   p.repeat_last_n = o.repeat_last_n;
   p.seed = o.seed;
+  p.presence_penalty = o.presence_penalty;
+  p.frequency_penalty = o.frequency_penalty;
   return p;
 }
 
@@ -224,7 +226,8 @@ brisk_status brisk_sequence_generate(brisk_sequence* s, const brisk_sampler_opti
     const brisk_generate_options g =
         brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
     if (g.max_tokens < 0) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
-    if (!(p.repeat_penalty > 0) || p.temperature != p.temperature || p.top_p != p.top_p || p.min_p != p.min_p)
+    if (!(p.repeat_penalty > 0) || p.temperature != p.temperature || p.top_p != p.top_p || p.min_p != p.min_p ||
+        p.presence_penalty != p.presence_penalty || p.frequency_penalty != p.frequency_penalty)
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "invalid sampler options (NaN, or repeat_penalty <= 0)");
     brisk::Sequence::TokenCallback cb;
     if (g.token_fn) {

@@ -126,7 +126,8 @@ brisk_status brisk_sampler_create(const brisk_sampler_options* options, brisk_sa
     *out = nullptr;
     brisk_sampler_options o = brisk::capi::merge_options(options, [](brisk_sampler_options* p) { brisk_sampler_options_init(p); });
     if (!(o.repeat_penalty > 0)) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "repeat_penalty must be positive");
-    if (o.top_p != o.top_p || o.min_p != o.min_p || o.temperature != o.temperature)
+    if (o.top_p != o.top_p || o.min_p != o.min_p || o.temperature != o.temperature ||
+        o.presence_penalty != o.presence_penalty || o.frequency_penalty != o.frequency_penalty)
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "sampler options must not be NaN");
     brisk::SamplerParams p;
     p.temperature = o.temperature;
@@ -136,6 +137,8 @@ brisk_status brisk_sampler_create(const brisk_sampler_options* options, brisk_sa
     p.repeat_penalty = o.repeat_penalty;
     p.repeat_last_n = o.repeat_last_n;
     p.seed = o.seed;
+    p.presence_penalty = o.presence_penalty;
+    p.frequency_penalty = o.frequency_penalty;
     auto h = std::make_unique<brisk_sampler>();
     h->sampler = std::make_unique<brisk::Sampler>(p);
     *out = h.release();

@@ -14,4 +14,5 @@ int cmd_quantize(int argc, char** argv);
 int cmd_ppl(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
 int cmd_compare(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 }

@@ -28,6 +28,7 @@ const Command kCommands[] = {
     {"calibrate", "record activation statistics over your text", brisk::tools::cmd_calibrate},
     {"compare", "greedy outputs of two models side by side", brisk::tools::cmd_compare},
     {"ppl", "perplexity and KL divergence against a base model", brisk::tools::cmd_ppl},
+    {"serve", "OpenAI-compatible HTTP server with continuous batching", brisk::tools::cmd_serve},
 };
 
 void print_usage(FILE* out) {

@@ -262,6 +262,11 @@ typedef struct brisk_sampler_options {
   float repeat_penalty;  /* 1: off. Default 1 (off) */
   int32_t repeat_last_n; /* tokens looked back for the penalty. Default 64 */
   uint64_t seed;         /* same seed, same model, same prompt: same text. Default 0 */
+  /* OpenAI-style penalties over the last repeat_last_n tokens: a token's
+   * logit is lowered by presence_penalty once it appears there, plus
+   * frequency_penalty times its count. 0 (default): off. Added in ABI 0.4. */
+  float presence_penalty;
+  float frequency_penalty;
 } brisk_sampler_options;
 
 BRISK_API void brisk_sampler_options_init_sized(brisk_sampler_options *options, size_t size);
@@ -397,6 +402,17 @@ BRISK_API uint32_t brisk_sequence_position(const brisk_sequence *sequence);
 /* The tokens generated so far. */
 BRISK_API brisk_status brisk_sequence_generated(const brisk_sequence *sequence, int32_t *tokens, size_t cap,
                                                 size_t *needed);
+
+/* Forgets the sequence's tokens from `position` on (position <= its
+ * position; the sequence must be idle): a fork of a cached prompt cut back to
+ * the part another prompt shares. Add at least one token before generating.
+ * Added in ABI 0.4. */
+BRISK_API brisk_status brisk_sequence_truncate(brisk_sequence *sequence, uint32_t position);
+/* The most sequences (at most options->n_seq_max) an engine with these
+ * options could hold within its memory budget, as brisk_engine_create plans
+ * it; 0 if not even one fits. Nothing is allocated. Added in ABI 0.4. */
+BRISK_API brisk_status brisk_engine_max_sequences(const brisk_model *model, const brisk_engine_options *options,
+                                                  uint32_t *out_n_seq);
 
 /* ---- synthetic models -------------------------------------------------- */
 /* Random weights in the shape of a real model, for benchmarks and tests. */

@@ -76,7 +76,7 @@ void Sequence::generate(const SamplerParams& sampling, int max_tokens, bool stop
   if (state_ == SeqState::finished)
     fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has finished; create a new one");
   if (max_tokens < 0) fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
-  if (pos_ == 0 && pending_.size() == pending_done_)
+  if ((pos_ == 0 || logits_.empty()) && pending_.size() == pending_done_)
     fail(BRISK_ERR_INVALID_ARGUMENT, "nothing to generate from: add prompt tokens first");
   sampler_ = std::make_unique<Sampler>(sampling);
   for (int32_t t : context_) sampler_->accept(t);
@@ -94,6 +94,20 @@ void Sequence::generate(const SamplerParams& sampling, int max_tokens, bool stop
   } else {
     state_ = SeqState::prefill;
   }
+}
+
+void Sequence::truncate(int position) {
+  engine_->check_not_in_step("truncating a sequence");
+  if (state_ != SeqState::idle || pending_.size() != pending_done_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "truncate a sequence only when it is idle");
+  if (position < 0 || position > pos_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "cannot truncate to " + std::to_string(position) + ": the sequence holds " +
+                                         std::to_string(pos_) + " tokens");
+  if (position == pos_) return;
+  // Rows past `position` stay in the slot but are overwritten before they are read.
+  pos_ = position;
+  context_.resize(static_cast<size_t>(position));
+  logits_.clear();
 }
 
 void Sequence::finish(StopReason r) {

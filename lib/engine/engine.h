@@ -66,6 +66,9 @@ class Sequence {
   void add_tokens(const int32_t* tokens, size_t n);
   // After the queued tokens are evaluated, generate up to max_tokens.
   void generate(const SamplerParams& sampling, int max_tokens, bool stop_at_eos, TokenCallback on_token);
+  // Forgets the tokens from `position` on (an idle sequence only); its
+  // logits are gone until more tokens are evaluated.
+  void truncate(int position);
 
   SeqState state() const { return state_; }
   int position() const { return pos_; }

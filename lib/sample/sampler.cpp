@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace brisk {
@@ -31,6 +32,15 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
       if (t < 0 || t >= n_vocab) continue;
       float& l = cand_[t].first;
       l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+    }
+  }
+
+  if ((p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f) && !recent_.empty()) {
+    std::unordered_map<int32_t, int> count;
+    for (int32_t t : recent_) ++count[t];
+    for (const auto& [t, c] : count) {
+      if (t < 0 || t >= n_vocab) continue;
+      cand_[t].first -= p_.presence_penalty + p_.frequency_penalty * static_cast<float>(c);
     }
   }
 

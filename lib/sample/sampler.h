@@ -17,6 +17,10 @@ struct SamplerParams {
   float repeat_penalty = 1.0f;  // off, as llama.cpp defaults
   int repeat_last_n = 64;
   uint64_t seed = 0;
+  // OpenAI-style penalties over the same recent window: a token's logit is
+  // lowered by presence (once seen) + frequency x its count. 0: off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
 };
 
 class Sampler {
