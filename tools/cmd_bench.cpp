@@ -21,6 +21,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -239,6 +240,7 @@ int cmd_bench(int argc, char** argv) {
      cxxopts::value<int>()->default_value("512"))
     ("h,help", "show this help");
   // clang-format on
+  add_load_options(opts);
   cxxopts::ParseResult args;
   std::vector<int> parallels;
   try {
@@ -310,7 +312,10 @@ int cmd_bench(int argc, char** argv) {
     model_name = "synthetic:" + shape;
   } else {
     const std::string path = args["model"].as<std::string>();
-    st = brisk_model_open(path.c_str(), nullptr, &model);
+    brisk_model_options mo;
+    brisk_model_options_init(&mo);
+    apply_load_options(args, &mo);
+    st = brisk_model_open(path.c_str(), &mo, &model);
     model_name = std::filesystem::path(path).filename().string();
   }
   if (st != BRISK_OK) return report("bench", st);

@@ -10,6 +10,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -50,6 +51,7 @@ int cmd_compare(int argc, char** argv) {
     ("json", "print the full result as JSON on stdout")
     ("h,help", "show this help");
   // clang-format on
+  add_load_options(opts);
   cxxopts::ParseResult args;
   try {
     args = opts.parse(argc, argv);
@@ -90,8 +92,11 @@ int cmd_compare(int argc, char** argv) {
   for (const std::string& p : prompts) ptrs.push_back(p.c_str());
 
   brisk_model *a = nullptr, *b = nullptr;
-  brisk_status st = brisk_model_open(models[0].c_str(), nullptr, &a);
-  if (st == BRISK_OK) st = brisk_model_open(models[1].c_str(), nullptr, &b);
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  apply_load_options(args, &mo);
+  brisk_status st = brisk_model_open(models[0].c_str(), &mo, &a);
+  if (st == BRISK_OK) st = brisk_model_open(models[1].c_str(), &mo, &b);
   brisk_compare_result* r = nullptr;
   if (st == BRISK_OK) {
     brisk_compare_options o;

@@ -8,6 +8,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -61,6 +62,7 @@ int cmd_ppl(int argc, char** argv) {
     ("json", "print the result as JSON on stdout")
     ("h,help", "show this help");
   // clang-format on
+  add_load_options(opts);
   cxxopts::ParseResult args;
   try {
     args = opts.parse(argc, argv);
@@ -92,9 +94,12 @@ int cmd_ppl(int argc, char** argv) {
   if (!read_file("ppl", args["file"].as<std::string>(), &text)) return 1;
   brisk_model* model = nullptr;
   brisk_model* base = nullptr;
-  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), nullptr, &model);
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  apply_load_options(args, &mo);
+  brisk_status st = brisk_model_open(args["model"].as<std::string>().c_str(), &mo, &model);
   if (st != BRISK_OK) return report("ppl", st);
-  if (args.count("base") && (st = brisk_model_open(args["base"].as<std::string>().c_str(), nullptr, &base)) != BRISK_OK) {
+  if (args.count("base") && (st = brisk_model_open(args["base"].as<std::string>().c_str(), &mo, &base)) != BRISK_OK) {
     brisk_model_close(model);
     return report("ppl", st);
   }

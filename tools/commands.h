@@ -14,4 +14,6 @@ int cmd_quantize(int argc, char** argv);
 int cmd_ppl(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
 int cmd_compare(int argc, char** argv);
+int cmd_batch(int argc, char** argv);
+int cmd_doctor(int argc, char** argv);
 }

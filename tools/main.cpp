@@ -28,6 +28,8 @@ const Command kCommands[] = {
     {"calibrate", "record activation statistics over your text", brisk::tools::cmd_calibrate},
     {"compare", "greedy outputs of two models side by side", brisk::tools::cmd_compare},
     {"ppl", "perplexity and KL divergence against a base model", brisk::tools::cmd_ppl},
+    {"batch", "generate for every record of a JSONL file, resumable", brisk::tools::cmd_batch},
+    {"doctor", "check this machine for what slows brisk down", brisk::tools::cmd_doctor},
 };
 
 void print_usage(FILE* out) {
