@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -248,4 +249,47 @@ TEST_CASE("batch: records sharing an instruction reuse its KV and give the same 
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(r.out)["shared_prefix_tokens"] == 0);
   CHECK(slurp(shared) == slurp(plain));
+}
+
+TEST_CASE("run --prompt-cache: saved when missing, reused in another process, refused for another model", "[state]") {
+  BRISK_TEST_FILE(model, "models/stories260K.gguf");
+  BRISK_TEST_FILE(other, "models/stories260K-q8_0.gguf");
+  const std::string cache = dir() + "/prompt.state";
+  std::remove(cache.c_str());
+  const std::string prompt = quote("Once upon a time, in a small town, there lived a girl named Lily. She liked to");
+  const std::string args = "run -m " + model + " -p " + prompt + " -n 30 --temp 0 -t 1";
+  Result plain = run_cli(args);
+  REQUIRE(plain.code == 0);
+  Result first = run_cli(args + " --prompt-cache " + cache);
+  REQUIRE(first.code == 0);
+  CHECK(first.err.find("saved") != std::string::npos);
+  Result second = run_cli(args + " --prompt-cache " + cache);
+  REQUIRE(second.code == 0);
+  CHECK(second.err.find("reused") != std::string::npos);
+  CHECK(first.out == plain.out);
+  CHECK(second.out == plain.out);
+  // A longer prompt reuses the saved part and continues as if computed afresh.
+  const std::string longer = quote("Once upon a time, in a small town, there lived a girl named Lily. She liked to play");
+  Result ext = run_cli("run -m " + model + " -p " + longer + " -n 30 --temp 0 -t 1 --prompt-cache " + cache);
+  REQUIRE(ext.code == 0);
+  CHECK(ext.out == run_cli("run -m " + model + " -p " + longer + " -n 30 --temp 0 -t 1").out);
+  Result wrong = run_cli("run -m " + other + " -p " + prompt + " -n 30 --temp 0 --prompt-cache " + cache);
+  CHECK(wrong.code != 0);
+  CHECK(wrong.err.find("another model") != std::string::npos);
+  CHECK(wrong.out.empty());
+}
+
+TEST_CASE("doctor: the command reads a fake root and prints JSON", "[doctor]") {
+  const std::string root = dir() + "/doctor-cli";
+  std::filesystem::create_directories(root + "/proc");
+  write(root + "/proc/meminfo", "MemTotal: 1000 kB\nMemAvailable: 500 kB\nSwapTotal: 100 kB\nSwapFree: 50 kB\n");
+  Result r = run_cli("doctor --root " + root + " --files-only --json");
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  bool swap_warned = false;
+  for (const auto& c : j["checks"]) swap_warned |= c["check"] == "swap" && c["status"] == "warn";
+  CHECK(swap_warned);
+  r = run_cli("doctor --root " + root + " --files-only");
+  CHECK(r.out.find("[WARN] swap") != std::string::npos);
+  CHECK(run_cli("doctor --duration -1").code == 2);
 }

@@ -160,7 +160,7 @@ int cmd_run(int argc, char** argv) {
   brisk_session* session = nullptr;
   brisk_sampler* sampler = nullptr;
   std::vector<int32_t> tokens;
-  size_t n_gen = 0;
+  size_t n_gen = 0, reused = 0;
   double t0 = 0, t1 = 0, t2 = 0;
   int rc = 0;
   bool chat_done = false;
@@ -195,15 +195,14 @@ int cmd_run(int argc, char** argv) {
     }
     for (int32_t t : tokens) brisk_sampler_accept(sampler, t);
 
-    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-    std::fflush(stdout);
     t0 = now_seconds();
-    size_t reused = 0;
     bool save_cache = false;
     if (args.count("prompt-cache") &&
         (st = load_prompt_cache(session, args["prompt-cache"].as<std::string>(), tokens, &reused, &save_cache)) !=
             BRISK_OK)
       break;
+    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    std::fflush(stdout);
     if (reused < tokens.size() &&
         (st = brisk_session_eval(session, tokens.data() + reused, tokens.size() - reused)) != BRISK_OK)
       break;
@@ -225,8 +224,9 @@ int cmd_run(int argc, char** argv) {
     std::fflush(stdout);
     rc = report("run", st);
   } else if (rc == 0 && !chat_done) {
-    std::fprintf(stderr, "prompt: %zu tokens, %.2f tokens/s | generation: %zu tokens, %.2f tokens/s\n",
-                 tokens.size(), tokens.size() / std::max(t1 - t0, 1e-9), n_gen,
+    std::fprintf(stderr, "prompt: %zu tokens%s, %.2f tokens/s | generation: %zu tokens, %.2f tokens/s\n",
+                 tokens.size(), reused ? (" (" + std::to_string(reused) + " from the cache)").c_str() : "",
+                 tokens.size() / std::max(t1 - t0, 1e-9), n_gen,
                  n_gen > 0 ? n_gen / std::max(t2 - t1, 1e-9) : 0.0);
   }
   brisk_sampler_free(sampler);
