@@ -206,7 +206,7 @@ TEST_CASE("batch: a resumed run with other options or another model is refused",
   CHECK(slurp(dir() + "/foreign.jsonl") == "not mine\n");
 }
 
-TEST_CASE("batch: three shards merged equal the straight run; gaps and duplicates are refused", "[batch]") {
+TEST_CASE("batch: three shards merged equal the straight run, gaps and duplicates are refused", "[batch]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   write(dir() + "/s.jsonl", make_input(20) + "{bad json\n");
   const std::string args = " -m " + model + " -i " + dir() + "/s.jsonl -n 16 --temp 0";
@@ -292,4 +292,28 @@ TEST_CASE("doctor: the command reads a fake root and prints JSON", "[doctor]") {
   r = run_cli("doctor --root " + root + " --files-only");
   CHECK(r.out.find("[WARN] swap") != std::string::npos);
   CHECK(run_cli("doctor --duration -1").code == 2);
+}
+
+TEST_CASE("batch: chat records go through the chat template, with the system prompt", "[batch]") {
+  BRISK_TEST_FILE(model, "models/stories260K.gguf");
+  write(dir() + "/c.jsonl",
+        "{\"id\":\"c1\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a story\"}],\"max_tokens\":6}\n"
+        "{\"id\":\"c2\",\"prompt\":\"A story\",\"system\":\"You tell stories\",\"max_tokens\":6}\n"
+        "{\"id\":\"c3\",\"messages\":[{\"role\":\"user\"}]}\n");
+  const std::string out = dir() + "/c.out.jsonl";
+  remove_output(out);
+  // stories260K has no template of its own: without one named, each chat record fails alone.
+  REQUIRE(run_cli("batch -m " + model + " -i " + dir() + "/c.jsonl -o " + out + " --temp 0").code == 0);
+  auto lines = lines_of(out);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0]["error"].get<std::string>().find("chat template") != std::string::npos);
+  remove_output(out);
+  REQUIRE(run_cli("batch -m " + model + " -i " + dir() + "/c.jsonl -o " + out + " --temp 0 --chat-template llama2")
+              .code == 0);
+  lines = lines_of(out);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0]["completion_tokens"] == 6);
+  // [INST] <<SYS>> ... adds the system prompt's tokens to the second record's prompt.
+  CHECK(lines[1]["prompt_tokens"].get<int>() > lines[0]["prompt_tokens"].get<int>());
+  CHECK(lines[2]["error"].get<std::string>().find("role") != std::string::npos);
 }

@@ -116,7 +116,7 @@ TEST_CASE("doctor: powersave, no turbo, swap in use, THP off and a spinning disk
   CHECK(r["fail"] == 0);
 }
 
-TEST_CASE("doctor: cgroup limits and too little memory fail; the quota sets the threads", "[doctor]") {
+TEST_CASE("doctor: cgroup limits and too little memory fail, the quota sets the threads", "[doctor]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   const fs::path root = healthy_tree("doctor-cgroup");
   put(root, "proc/self/cgroup", "0::/job/pod\n");

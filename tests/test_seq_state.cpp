@@ -200,7 +200,7 @@ TEST_CASE("state: an engine sequence saved and loaded in another engine generate
   brisk_engine_free(e);
 }
 
-TEST_CASE("loading: no_mmap gives the same model; mlock beyond RLIMIT_MEMLOCK says so", "[state]") {
+TEST_CASE("loading: no_mmap gives the same model, mlock beyond RLIMIT_MEMLOCK says so", "[state]") {
   BRISK_TEST_FILE(path, "models/stories260K.gguf");
   Model mapped(path), read(path, 1);
   std::vector<int32_t> a, b;

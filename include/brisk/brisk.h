@@ -213,7 +213,7 @@ typedef struct brisk_session_options {
   uint32_t struct_size;
   /* Context length in tokens. 0: the model's training context, at most 4096. */
   uint32_t n_ctx;
-  /* Worker threads. 0: one per physical core. */
+  /* Worker threads. 0: one per physical core, at most the cgroup CPU quota. */
   uint32_t n_threads;
   /* Tokens evaluated per forward pass while reading a prompt. 0: 512. */
   uint32_t n_batch;
@@ -328,7 +328,7 @@ typedef struct brisk_engine_options {
   uint32_t struct_size;
   uint32_t n_ctx;        /* per sequence; 0: model's training context, at most 4096 */
   uint32_t n_seq_max;    /* sequences that can exist at once. Default 8 */
-  uint32_t n_threads;    /* 0: one per physical core */
+  uint32_t n_threads;    /* 0: one per physical core, at most the cgroup CPU quota */
   uint32_t n_batch;      /* most tokens per step. Default 512 */
   int32_t cache_type_k;  /* BRISK_TYPE_AUTO (default), F32, F16, Q8_0, Q4_0 */
   int32_t cache_type_v;

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "engine/engine.h"
 #include "system/cgroup.h"
+#include "threads/thread_pool.h"
 
 namespace brisk::sys {
 
@@ -34,7 +35,10 @@ nlohmann::ordered_json doctor(const DoctorOptions& o) {
   int cores = 1, cpus = 1;
   count_cores(o.root, &cores, &cpus);
   const double quota = cgroup_limits(o.root).cpu_quota;
-  const int threads = o.n_threads > 0 ? o.n_threads : quota_limited_threads(cores, quota);
+  int threads = o.n_threads > 0 ? o.n_threads : quota_limited_threads(cores, quota);
+  // On this machine, exactly what a thread pool would pick (hwloc's allowed
+  // cores, which an affinity mask or cpuset may narrow).
+  if (o.root.empty() && o.n_threads <= 0) threads = default_thread_count(physical_core_count());
   check_cpu(o, cpu, &f);
   check_cores(o, cores, cpus, quota, threads, &f);
   check_frequency(o, &f);
