@@ -60,7 +60,7 @@ int cmd_batch(int argc, char** argv) {
     ("o,output", "output JSONL file (resumed if it exists; OUTPUT.batch.json records what made it)", cxxopts::value<std::string>())
     ("merge", "join shard outputs (the remaining arguments) into OUT in input order", cxxopts::value<std::string>())
     ("shard", "K/N: process the K-th (counting from 0, as JOB_COMPLETION_INDEX) of N interleaved slices", cxxopts::value<std::string>())
-    ("parallel", "sequences at once (0 = the most the memory plan allows, at most 64)", cxxopts::value<int>()->default_value("0"))
+    ("parallel", "records generated at once (0 = the most the memory plan allows, at most 64 slots)", cxxopts::value<int>()->default_value("0"))
     ("n,max-tokens", "tokens to generate per record unless it says otherwise", cxxopts::value<int>()->default_value("128"))
     ("temp", "temperature unless a record says otherwise; 0 = greedy", cxxopts::value<float>()->default_value("0.8"))
     ("top-k", "keep the k most likely tokens (0 = off)", cxxopts::value<int>()->default_value("40"))

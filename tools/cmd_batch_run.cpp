@@ -124,22 +124,28 @@ class Runner {
     eo.cache_type_v = s_.cache_v;
     eo.no_pin = s_.no_pin ? 1 : 0;
     eo.abort_fn = abort_requested;
-    uint32_t parallel = static_cast<uint32_t>(s_.parallel);
+    // Records run `parallel` at once; idle sequences holding shared prefixes
+    // (one per eight records) take extra slots, so they cost memory, not
+    // parallelism. With the memory plan's count, both come out of it.
+    uint32_t parallel = static_cast<uint32_t>(s_.parallel), slots = 0;
     if (parallel == 0) {
-      const brisk_status st = brisk_engine_max_parallel(model_, &eo, 64, &parallel);
+      const brisk_status st = brisk_engine_max_parallel(model_, &eo, 64, &slots);
       if (st != BRISK_OK) return fail("planning memory", st);
-      if (parallel == 0) {
+      if (slots == 0) {
         std::fprintf(stderr, "brisk batch: error: not even one sequence fits in memory; try a smaller -c\n");
         return false;
       }
-      // No more slots than records (plus one for a shared prefix).
-      parallel = static_cast<uint32_t>(std::min<size_t>(parallel, left + 1));
+      slots = static_cast<uint32_t>(std::min<size_t>(slots, left + 1));  // no more than there is work for
+      max_prefixes_ = s_.prefix_min > 0 && slots >= 2 ? std::max<size_t>(1, slots / 9) : 0;
+      parallel = slots - static_cast<uint32_t>(max_prefixes_);
+    } else {
+      max_prefixes_ = s_.prefix_min > 0 ? std::max<size_t>(1, parallel / 8) : 0;
+      slots = parallel + static_cast<uint32_t>(max_prefixes_);
     }
-    max_prefixes_ = s_.prefix_min > 0 && parallel >= 2 ? std::max<size_t>(1, parallel / 8) : 0;
-    eo.n_seq_max = parallel;
+    eo.n_seq_max = slots;
     const brisk_status st = brisk_engine_create(model_, &eo, &engine_);
     if (st != BRISK_OK) return fail("creating the engine", st);
-    record_slots_ = parallel - max_prefixes_;
+    record_slots_ = parallel;
     char desc[512];
     size_t needed = 0;
     if (brisk_engine_describe(engine_, desc, sizeof desc, &needed) == BRISK_OK)
