@@ -165,6 +165,12 @@ bool Journal::open(const std::string& path, const std::vector<uint64_t>& expecte
     *error = "cannot open '" + path + "': " + std::strerror(errno);
     return false;
   }
+  // The new file's directory entry must survive a power cut too.
+  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
   std::string bytes;
   if (!slurp(path, &bytes, error)) return false;
   // Walk the complete lines; the first that is not a record starts the torn
