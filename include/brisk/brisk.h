@@ -720,7 +720,7 @@ BRISK_API brisk_status brisk_engine_max_parallel(const brisk_model *model, const
                                                  uint32_t cap, uint32_t *out_n);
 
 /* ---- system checks (`brisk doctor`) ------------------------------------
- * Experimental: the checks and their JSON may change within ABI 0.x. */
+ * Added in ABI 0.4; experimental: the checks and their JSON may change. */
 typedef struct brisk_doctor_options {
   uint32_t struct_size;
   /* Prefix for every /proc and /sys read ("/tmp/fake" reads
