@@ -30,6 +30,8 @@ brisk_status brisk_model_open(const char* path, const brisk_model_options* optio
     h->options = brisk::capi::merge_options(options, [](brisk_model_options* p) { brisk_model_options_init(p); });
     brisk::ModelOpenOptions mo;
     mo.vocab_only = h->options.vocab_only != 0;
+    mo.map.lock = h->options.mlock != 0;
+    mo.map.read_into_memory = h->options.no_mmap != 0;
     h->model = brisk::Model::open(path, mo);
     // ---- conv: verify the embedded checksum manifest on request ----
     if (h->options.verify) brisk::bundle::verify_gguf_or_throw(h->model->file());

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "common.h"
 #include "progress.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -239,6 +240,7 @@ int cmd_bench(int argc, char** argv) {
   // clang-format on
   add_threads_option(opts);
   add_json_option(opts, "on stdout instead of the table, one object per configuration");
+  add_load_options(opts);
   cxxopts::ParseResult args;
   int exit_code = 0;
   if (!parse_command("bench", opts, argc, argv, &args, &exit_code)) return exit_code;
@@ -301,7 +303,10 @@ int cmd_bench(int argc, char** argv) {
     model_name = "synthetic:" + shape;
   } else {
     const std::string path = args["model"].as<std::string>();
-    st = brisk_model_open(path.c_str(), nullptr, &model);
+    brisk_model_options mo;
+    brisk_model_options_init(&mo);
+    apply_load_options(args, &mo);
+    st = brisk_model_open(path.c_str(), &mo, &model);
     model_name = std::filesystem::path(path).filename().string();
   }
   if (st != BRISK_OK) return report("bench", st);

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "common.h"
 #include "progress.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -42,6 +43,7 @@ int cmd_compare(int argc, char** argv) {
   // clang-format on
   add_threads_option(opts);
   add_json_option(opts, "on stdout instead of the text: every prompt's texts, tokens and first divergence");
+  add_load_options(opts);
   cxxopts::ParseResult args;
   int exit_code = 0;
   if (!parse_command("compare", opts, argc, argv, &args, &exit_code)) return exit_code;
@@ -73,8 +75,11 @@ int cmd_compare(int argc, char** argv) {
   for (const std::string& p : prompts) ptrs.push_back(p.c_str());
 
   brisk_model *a = nullptr, *b = nullptr;
-  brisk_status st = brisk_model_open(models[0].c_str(), nullptr, &a);
-  if (st == BRISK_OK) st = brisk_model_open(models[1].c_str(), nullptr, &b);
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  apply_load_options(args, &mo);
+  brisk_status st = brisk_model_open(models[0].c_str(), &mo, &a);
+  if (st == BRISK_OK) st = brisk_model_open(models[1].c_str(), &mo, &b);
   brisk_compare_result* r = nullptr;
   if (st == BRISK_OK) {
     brisk_compare_options o;

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common.h"
 #include "progress.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -52,6 +53,7 @@ int cmd_ppl(int argc, char** argv) {
   // clang-format on
   add_threads_option(opts);
   add_json_option(opts);
+  add_load_options(opts);
   cxxopts::ParseResult args;
   int exit_code = 0;
   if (!parse_command("ppl", opts, argc, argv, &args, &exit_code)) return exit_code;
@@ -71,9 +73,12 @@ int cmd_ppl(int argc, char** argv) {
   if (!read_file("ppl", args["file"].as<std::string>(), &text)) return 1;
   brisk_model* model = nullptr;
   brisk_model* base = nullptr;
-  brisk_status st = brisk_model_open(model_path.c_str(), nullptr, &model);
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  apply_load_options(args, &mo);
+  brisk_status st = brisk_model_open(model_path.c_str(), &mo, &model);
   if (st != BRISK_OK) return report("ppl", st);
-  if (args.count("base") && (st = brisk_model_open(args["base"].as<std::string>().c_str(), nullptr, &base)) != BRISK_OK) {
+  if (args.count("base") && (st = brisk_model_open(args["base"].as<std::string>().c_str(), &mo, &base)) != BRISK_OK) {
     brisk_model_close(model);
     return report("ppl", st);
   }

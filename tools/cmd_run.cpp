@@ -14,6 +14,7 @@
 #include "chat.h"
 #include "common.h"
 #include "progress.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -23,6 +24,44 @@ int print_token(void*, int32_t, const char* text, size_t len) {
   std::fwrite(text, 1, len, stdout);
   std::fflush(stdout);
   return g_interrupted;
+}
+
+// Puts the longest saved prefix of the prompt into the session; *reused
+// tokens need no evaluation. A file from another model, other cache types or
+// a damaged one is refused (the error says why) rather than overwritten.
+brisk_status load_prompt_cache(brisk_session* session, const std::string& path, const std::vector<int32_t>& tokens,
+                               size_t* reused, bool* save) {
+  *save = true;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fclose(f);
+  } else {
+    return BRISK_OK;  // missing: evaluate and save
+  }
+  size_t n = 0;
+  brisk_status st = brisk_state_file_tokens(path.c_str(), nullptr, 0, &n);
+  if (st != BRISK_OK && st != BRISK_ERR_BUFFER_TOO_SMALL) return st;
+  std::vector<int32_t> cached(n);
+  if ((st = brisk_state_file_tokens(path.c_str(), cached.data(), cached.size(), &n)) != BRISK_OK) return st;
+  size_t common = 0;
+  while (common < cached.size() && common < tokens.size() && cached[common] == tokens[common]) ++common;
+  if (common == 0) return BRISK_OK;
+  if ((st = brisk_session_load_state(session, nullptr, path.c_str())) != BRISK_OK) return st;
+  *save = cached != tokens;
+  // Keep the common part; at least the prompt's last token is evaluated
+  // again unless the cache holds exactly this prompt (its logits are saved).
+  const size_t keep = *save ? std::min(common, tokens.size() - 1) : common;
+  if (keep < cached.size() && (st = brisk_session_truncate(session, static_cast<uint32_t>(keep))) != BRISK_OK)
+    return st;
+  *reused = keep;
+  std::fprintf(stderr, "prompt cache: reused %zu of %zu prompt tokens from '%s'\n", keep, tokens.size(), path.c_str());
+  return BRISK_OK;
+}
+
+void save_prompt_cache(const brisk_session* session, const std::string& path, const std::vector<int32_t>& tokens) {
+  if (brisk_session_save_state(session, nullptr, tokens.data(), tokens.size(), path.c_str()) == BRISK_OK)
+    std::fprintf(stderr, "prompt cache: saved %zu prompt tokens to '%s'\n", tokens.size(), path.c_str());
+  else
+    std::fprintf(stderr, "brisk run: warning: prompt cache not saved: %s\n", brisk_last_error());
 }
 
 }  // namespace
@@ -51,10 +90,12 @@ int cmd_run(int argc, char** argv) {
     ("system", "system prompt for --chat", cxxopts::value<std::string>()->default_value(""))
     ("chat-template", "chat format for --chat: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
     ("ignore-eos", "keep generating after the end-of-sequence token")
-    ("verify", "check the model's embedded checksums before running");
+    ("verify", "check the model's embedded checksums before running")
+    ("prompt-cache", "file of the prompt's evaluated state: reused when the prompt starts the same, saved when missing or different", cxxopts::value<std::string>());
   // clang-format on
   add_threads_option(opts);
   add_json_option(opts, "on stderr after the text: prompt and generation tokens, seconds and tokens/s (not with --chat)");
+  add_load_options(opts);
   cxxopts::ParseResult args;
   int exit_code = 0;
   if (!parse_command("run", opts, argc, argv, &args, &exit_code)) return exit_code;
@@ -78,6 +119,7 @@ int cmd_run(int argc, char** argv) {
   brisk_model_options mo;
   brisk_model_options_init(&mo);
   mo.verify = args.count("verify") ? 1 : 0;
+  apply_load_options(args, &mo);
   brisk_status st = brisk_model_open(model_path.c_str(), &mo, &model);
   if (st != BRISK_OK) return report("run", st);
 
@@ -103,7 +145,7 @@ int cmd_run(int argc, char** argv) {
   brisk_session* session = nullptr;
   brisk_sampler* sampler = nullptr;
   std::vector<int32_t> tokens;
-  size_t n_gen = 0;
+  size_t n_gen = 0, reused = 0;
   double t0 = 0, t1 = 0, t2 = 0;
   int rc = 0;
   bool chat_done = false;
@@ -119,6 +161,11 @@ int cmd_run(int argc, char** argv) {
       break;
     if ((st = brisk_sampler_create(&sp, &sampler)) != BRISK_OK) break;
     if (args.count("chat")) {
+      if (args.count("prompt-cache")) {
+        std::fprintf(stderr, "brisk run: error: --prompt-cache does not apply to --chat\n");
+        rc = 2;
+        break;
+      }
       ChatSettings cs;
       cs.system_prompt = args["system"].as<std::string>();
       cs.template_name = args["chat-template"].as<std::string>();
@@ -134,10 +181,18 @@ int cmd_run(int argc, char** argv) {
     }
     for (int32_t t : tokens) brisk_sampler_accept(sampler, t);
 
+    t0 = now_seconds();
+    bool save_cache = false;
+    if (args.count("prompt-cache") &&
+        (st = load_prompt_cache(session, args["prompt-cache"].as<std::string>(), tokens, &reused, &save_cache)) !=
+            BRISK_OK)
+      break;
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);
-    t0 = now_seconds();
-    if ((st = brisk_session_eval(session, tokens.data(), tokens.size())) != BRISK_OK) break;
+    if (reused < tokens.size() &&
+        (st = brisk_session_eval(session, tokens.data() + reused, tokens.size() - reused)) != BRISK_OK)
+      break;
+    if (save_cache) save_prompt_cache(session, args["prompt-cache"].as<std::string>(), tokens);
     t1 = now_seconds();
     brisk_generate_options go;
     brisk_generate_options_init(&go);
@@ -163,6 +218,7 @@ int cmd_run(int argc, char** argv) {
     const double gen_tps = n_gen > 0 ? n_gen / std::max(t2 - t1, 1e-9) : 0.0;
     if (args.count("json"))
       print_json(stderr, {{"prompt_tokens", tokens.size()},
+                          {"prompt_cached_tokens", reused},
                           {"prompt_seconds", t1 - t0},
                           {"prompt_tokens_per_s", prompt_tps},
                           {"gen_tokens", n_gen},
@@ -170,8 +226,9 @@ int cmd_run(int argc, char** argv) {
                           {"gen_tokens_per_s", gen_tps},
                           {"stop_reason", reason_name}});
     else
-      std::fprintf(stderr, "prompt: %zu tokens, %.2f tokens/s | generation: %zu tokens, %.2f tokens/s\n",
-                   tokens.size(), prompt_tps, n_gen, gen_tps);
+      std::fprintf(stderr, "prompt: %zu tokens%s, %.2f tokens/s | generation: %zu tokens, %.2f tokens/s\n",
+                   tokens.size(), reused ? (" (" + std::to_string(reused) + " from the cache)").c_str() : "",
+                   prompt_tps, n_gen, gen_tps);
   }
   brisk_sampler_free(sampler);
   brisk_session_free(session);

@@ -15,4 +15,6 @@ int cmd_ppl(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
 int cmd_compare(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_batch(int argc, char** argv);
+int cmd_doctor(int argc, char** argv);
 }

@@ -29,6 +29,8 @@ const Command kCommands[] = {
     {"compare", "greedy outputs of two models side by side", brisk::tools::cmd_compare},
     {"ppl", "perplexity and KL divergence against a base model", brisk::tools::cmd_ppl},
     {"serve", "OpenAI-compatible HTTP server with continuous batching", brisk::tools::cmd_serve},
+    {"batch", "generate for every record of a JSONL file, resumable", brisk::tools::cmd_batch},
+    {"doctor", "check this machine for what slows brisk down", brisk::tools::cmd_doctor},
 };
 
 void print_usage(FILE* out) {

@@ -138,6 +138,13 @@ typedef struct brisk_model_options {
    * BRISK_ERR_CHECKSUM naming what differs, a file without a manifest with
    * BRISK_ERR_NOT_FOUND. Reads the whole file once. Default 0. */
   int32_t verify;
+  /* Non-zero: lock the model's pages in RAM (mlock) so they are never paged
+   * out; when the OS refuses, BRISK_ERR_OUT_OF_MEMORY with the
+   * RLIMIT_MEMLOCK numbers. Default 0. Added in ABI 0.4. */
+  int32_t mlock;
+  /* Non-zero: read the file into anonymous memory instead of mapping it
+   * (network filesystems). Default 0. Added in ABI 0.4. */
+  int32_t no_mmap;
 } brisk_model_options;
 
 BRISK_API void brisk_model_options_init_sized(brisk_model_options *options, size_t size);
@@ -206,7 +213,7 @@ typedef struct brisk_session_options {
   uint32_t struct_size;
   /* Context length in tokens. 0: the model's training context, at most 4096. */
   uint32_t n_ctx;
-  /* Worker threads. 0: one per physical core. */
+  /* Worker threads. 0: one per physical core, at most the cgroup CPU quota. */
   uint32_t n_threads;
   /* Tokens evaluated per forward pass while reading a prompt. 0: 512. */
   uint32_t n_batch;
@@ -326,7 +333,7 @@ typedef struct brisk_engine_options {
   uint32_t struct_size;
   uint32_t n_ctx;        /* per sequence; 0: model's training context, at most 4096 */
   uint32_t n_seq_max;    /* sequences that can exist at once. Default 8 */
-  uint32_t n_threads;    /* 0: one per physical core */
+  uint32_t n_threads;    /* 0: one per physical core, at most the cgroup CPU quota */
   uint32_t n_batch;      /* most tokens per step. Default 512 */
   int32_t cache_type_k;  /* BRISK_TYPE_AUTO (default), F32, F16, Q8_0, Q4_0 */
   int32_t cache_type_v;
@@ -717,6 +724,84 @@ BRISK_API brisk_status brisk_compare_result_json(const brisk_compare_result *res
 BRISK_API void brisk_compare_result_free(brisk_compare_result *result);
 
 /* ==== end of the calib section ======================================== */
+
+/* ==== batch runs, system checks, loading options, saved state (branch batch) ==== */
+
+/* The model file's identity as 32 hex digits (NUL included in *needed): an
+ * XXH3-128 of its header (metadata and tensor table), its size and 64 blocks
+ * sampled over the tensor data. Saved states and resumable batch outputs are
+ * tied to it. Added in ABI 0.4. */
+BRISK_API brisk_status brisk_model_identity(const brisk_model *model, char *buf, size_t cap, size_t *needed);
+
+/* The largest n_seq_max (at most `cap`; 0: 65536) that the memory plan lets
+ * brisk_engine_create accept with the other options as given (n_ctx,
+ * n_batch, cache types, memory_budget; options may be NULL). *out_n is 0 if
+ * not even one sequence fits. Added in ABI 0.4. */
+BRISK_API brisk_status brisk_engine_max_parallel(const brisk_model *model, const brisk_engine_options *options,
+                                                 uint32_t cap, uint32_t *out_n);
+
+/* ---- system checks (`brisk doctor`) ------------------------------------
+ * Added in ABI 0.4; experimental: the checks and their JSON may change. */
+typedef struct brisk_doctor_options {
+  uint32_t struct_size;
+  /* Prefix for every /proc and /sys read ("/tmp/fake" reads
+   * /tmp/fake/proc/meminfo); NULL or "": this machine. */
+  const char *root;
+  /* A model to check (memory plan, disk, read speed); NULL: none. */
+  const char *model_path;
+  uint32_t n_threads;  /* threads for the measurements; 0: brisk's default */
+  /* Seconds of sustained load in the throttling test. Default 20; 0 skips it. */
+  double load_seconds;
+  /* Non-zero (default): also measure memory bandwidth, the model's read
+   * speed and throttling, and ask the OS for AMX; 0: only read files. */
+  int32_t measure;
+  brisk_progress_fn progress_fn; /* stage "doctor", units: seconds of load; may be NULL */
+  void *progress_user_data;
+} brisk_doctor_options;
+
+typedef struct brisk_doctor_report brisk_doctor_report;
+
+BRISK_API void brisk_doctor_options_init_sized(brisk_doctor_options *options, size_t size);
+#define brisk_doctor_options_init(options) brisk_doctor_options_init_sized((options), sizeof(*(options)))
+/* Runs the checks. Added in ABI 0.4. */
+BRISK_API brisk_status brisk_doctor_run(const brisk_doctor_options *options, brisk_doctor_report **out_report);
+/* The report as JSON: {"threads": the -t brisk chooses, "checks": [{"check",
+ * "status" ("ok", "warn", "fail", "info"), "value", "advice"}...], "ok",
+ * "warn", "fail", "info": counts}. Added in ABI 0.4. */
+BRISK_API brisk_status brisk_doctor_report_json(const brisk_doctor_report *report, char *buf, size_t cap,
+                                                size_t *needed);
+/* Added in ABI 0.4. */
+BRISK_API void brisk_doctor_report_free(brisk_doctor_report *report);
+
+/* ---- saved state: continue a sequence in another process ---------------
+ * A state file holds a context's tokens, its KV cache rows, the logits after
+ * its last token and (for sessions, when given) the sampler's state, with an
+ * XXH3-128 checksum. It is tied to the model (brisk_model_identity) and the
+ * KV cache types: loading it with another model, other cache types or a
+ * too-small context fails with BRISK_ERR_INVALID_ARGUMENT (or
+ * BRISK_ERR_CONTEXT_FULL) naming the difference; a damaged file with
+ * BRISK_ERR_CHECKSUM. Files are written atomically (temporary, then rename). */
+
+/* Saves an idle sequence (its tokens evaluated, not generating; e.g. after
+ * brisk_engine_step has read its prompt). Added in ABI 0.4. */
+BRISK_API brisk_status brisk_sequence_save_state(const brisk_sequence *sequence, const char *path);
+/* A new idle sequence holding the saved context; continue it with
+ * brisk_sequence_add_tokens / brisk_sequence_generate. Added in ABI 0.4. */
+BRISK_API brisk_status brisk_sequence_load_state(brisk_engine *engine, const char *path,
+                                                 brisk_sequence **out_sequence);
+/* Saves a session's context. Sessions do not keep their tokens, so the
+ * caller passes the n_tokens it evaluated (n_tokens must equal the position).
+ * sampler (may be NULL) adds its state (repetition window, random
+ * generator), so that sampling continues exactly as it would have. The
+ * session must have logits (not just truncated). Added in ABI 0.4. */
+BRISK_API brisk_status brisk_session_save_state(const brisk_session *session, const brisk_sampler *sampler,
+                                                const int32_t *tokens, size_t n_tokens, const char *path);
+/* Replaces the session's context with a saved one (and the sampler's state,
+ * when sampler is not NULL and the file has one). Added in ABI 0.4. */
+BRISK_API brisk_status brisk_session_load_state(brisk_session *session, brisk_sampler *sampler, const char *path);
+/* The tokens a state file holds (it is read and its checksum verified; no
+ * model needed). Added in ABI 0.4. */
+BRISK_API brisk_status brisk_state_file_tokens(const char *path, int32_t *tokens, size_t cap, size_t *needed);
 
 #ifdef __cplusplus
 }

@@ -7,9 +7,19 @@
 
 namespace brisk {
 
+// How a file is brought into memory.
+struct MapOptions {
+  // Lock its pages in RAM (mlock), so they are never paged out; refused
+  // with the RLIMIT_MEMLOCK numbers when the limit is too low.
+  bool lock = false;
+  // Read it into anonymous memory instead of mapping it: for network
+  // filesystems, whose mapped pages are fetched on demand and may go stale.
+  bool read_into_memory = false;
+};
+
 class MappedFile {
  public:
-  explicit MappedFile(const std::string& path);
+  explicit MappedFile(const std::string& path, const MapOptions& options = {});
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

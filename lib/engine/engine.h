@@ -79,6 +79,7 @@ class Sequence {
 
  private:
   friend class Engine;
+  friend struct SeqStateAccess;  // engine/seq_state.cpp saves and restores it
   Sequence(Engine& e, int slot) : engine_(&e), slot_(slot) {}
   void finish(StopReason r);
   void on_logits(const float* logits, int n_vocab);

@@ -57,6 +57,7 @@ class Session {
   const ThreadPool& pool() const { return pool_; }
 
  private:
+  friend struct SeqStateAccess;  // engine/seq_state.cpp saves and restores it
   const Model& model_;
   SessionOptions opt_;
   int n_ctx_;

@@ -229,7 +229,7 @@ void File::fail_format(const std::string& what) const {
   fail(BRISK_ERR_BAD_FORMAT, "'" + map_.path() + "': " + what);
 }
 
-File::File(const std::string& path) : map_(path) {
+File::File(const std::string& path, const MapOptions& map) : map_(path, map) {
   const uint64_t size = map_.size();
   if (size == 0) fail_format("empty file (0 bytes), not a GGUF model");
   Reader r(*this, map_.data(), size);

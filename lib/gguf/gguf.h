@@ -80,7 +80,7 @@ class File {
  public:
   // Opens and validates; throws brisk::Error with a one-line message naming
   // the file and the problem.
-  explicit File(const std::string& path);
+  explicit File(const std::string& path, const MapOptions& map = {});
 
   const std::string& path() const { return map_.path(); }
   uint32_t version() const { return version_; }

@@ -9,7 +9,7 @@ namespace brisk {
 
 std::unique_ptr<Model> Model::open(const std::string& path, const ModelOpenOptions& options) {
   std::unique_ptr<Model> m(new Model());
-  m->file_ = std::make_unique<gguf::File>(path);
+  m->file_ = std::make_unique<gguf::File>(path, options.map);
   const gguf::File& f = *m->file_;
   m->tokenizer_ = Tokenizer::from_gguf(f);
   if (options.vocab_only) {

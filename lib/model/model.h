@@ -14,6 +14,7 @@ namespace brisk {
 
 struct ModelOpenOptions {
   bool vocab_only = false;  // tokenizer only: tensors are not bound
+  MapOptions map;           // mlock, or read into memory instead of mapping
 };
 
 class Model {

@@ -34,6 +34,7 @@ class Sampler {
   const SamplerParams& params() const { return p_; }
 
  private:
+  friend struct SeqStateAccess;  // engine/seq_state.cpp saves and restores it
   SamplerParams p_;
   std::mt19937_64 rng_;
   std::deque<int32_t> recent_;

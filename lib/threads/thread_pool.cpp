@@ -30,6 +30,8 @@
 // word in the kernel, so a wake-up cannot be lost.
 #include "threads/thread_pool.h"
 
+#include "system/cgroup.h"
+
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -296,7 +298,7 @@ struct ThreadPool::Impl {
 ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
   Impl& p = *impl_;
   const CpuTopology& topo = cpu_topology();
-  const int n = options.n_threads > 0 ? options.n_threads : physical_core_count();
+  const int n = options.n_threads > 0 ? options.n_threads : sys::default_thread_count(physical_core_count());
   p.n_threads = n;
 
   // Where each thread should go: a CPU (or -1) and, for core pinning, the core.

@@ -30,7 +30,7 @@
 namespace brisk {
 
 struct ThreadPoolOptions {
-  int n_threads = 0;          // <= 0: one per physical core (physical_core_count())
+  int n_threads = 0;          // <= 0: one per physical core, at most the cgroup CPU quota
   bool pin = true;            // pin thread i to the first CPU of physical core i (hwloc);
                               // threads beyond the number of cores stay unpinned
   std::vector<int> cpu_list;  // if non-empty (and pin): thread i goes to logical CPU

@@ -1,0 +1,64 @@
+// brisk_*_save_state / brisk_*_load_state: contexts saved to disk and resumed.
+#include "engine/seq_state.h"
+#include "guard.h"
+#include "handles.h"
+
+using brisk::capi::copy_out;
+using brisk::capi::guard;
+using brisk::capi::require;
+
+extern "C" {
+
+brisk_status brisk_sequence_save_state(const brisk_sequence* s, const char* path) {
+  return guard([&] {
+    require(s, "sequence");
+    require(path, "path");
+    brisk::write_seq_state(path, brisk::SeqStateAccess::capture(*s->seq));
+  });
+}
+
+brisk_status brisk_sequence_load_state(brisk_engine* e, const char* path, brisk_sequence** out) {
+  return guard([&] {
+    require(out, "out_sequence");
+    *out = nullptr;
+    require(e, "engine");
+    require(path, "path");
+    const brisk::SavedSequence saved = brisk::read_seq_state(path);
+    auto h = std::make_unique<brisk_sequence>();
+    h->owner = e;
+    brisk_generate_options_init(&h->gen);
+    h->seq = brisk::SeqStateAccess::restore(*e->engine, saved);
+    e->sequences.push_back(h.get());
+    *out = h.release();
+  });
+}
+
+brisk_status brisk_session_save_state(const brisk_session* s, const brisk_sampler* sampler, const int32_t* tokens,
+                                      size_t n_tokens, const char* path) {
+  return guard([&] {
+    require(s, "session");
+    require(path, "path");
+    if (n_tokens) require(tokens, "tokens");
+    brisk::write_seq_state(path, brisk::SeqStateAccess::capture(*s->session, sampler ? sampler->sampler.get() : nullptr,
+                                                                tokens, n_tokens));
+  });
+}
+
+brisk_status brisk_session_load_state(brisk_session* s, brisk_sampler* sampler, const char* path) {
+  return guard([&] {
+    require(s, "session");
+    require(path, "path");
+    const brisk::SavedSequence saved = brisk::read_seq_state(path);
+    brisk::SeqStateAccess::restore(*s->session, sampler ? sampler->sampler.get() : nullptr, saved);
+  });
+}
+
+brisk_status brisk_state_file_tokens(const char* path, int32_t* tokens, size_t cap, size_t* needed) {
+  return guard([&] {
+    require(path, "path");
+    const brisk::SavedSequence saved = brisk::read_seq_state(path);
+    copy_out(saved.tokens.data(), saved.tokens.size(), tokens, cap, needed);
+  });
+}
+
+}  // extern "C"

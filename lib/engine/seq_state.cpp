@@ -1,0 +1,257 @@
+#include "engine/seq_state.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bundle/hash.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "model/identity.h"
+
+namespace brisk {
+
+namespace {
+
+constexpr char kMagic[8] = {'B', 'R', 'I', 'S', 'K', 'S', 'Q', '1'};
+constexpr uint32_t kMaxHeader = 1u << 24;
+
+void put(std::string& out, const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+
+// Checks that a saved state fits this model and this cache.
+void check_fits(const SavedSequence& s, const Model& model, const KVCache& cache, int n_ctx) {
+  const std::string id = model_identity(model.file());
+  if (s.model_identity != id)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the state was saved with another model (identity " + s.model_identity +
+                                         ", this model's is " + id + ")");
+  if (s.k_type != cache.k_type() || s.v_type != cache.v_type())
+    fail(BRISK_ERR_INVALID_ARGUMENT, std::string("the state's KV cache is ") + type_name(s.k_type) + "/" +
+                                         type_name(s.v_type) + ", this one is " + type_name(cache.k_type()) + "/" +
+                                         type_name(cache.v_type()) + " (use the same cache types)");
+  const ModelConfig& c = model.config();
+  if (s.n_layer != c.n_layer || s.n_head_kv != c.n_head_kv || s.k_row_bytes != cache.k_head_row_bytes() ||
+      s.v_row_bytes != cache.v_head_row_bytes())
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the state's cache shape does not match this model's");
+  if (s.tokens.size() > static_cast<size_t>(n_ctx))
+    fail(BRISK_ERR_CONTEXT_FULL, "the state holds " + std::to_string(s.tokens.size()) +
+                                     " tokens; this context holds " + std::to_string(n_ctx));
+  if (s.logits.size() != static_cast<size_t>(c.n_vocab))
+    fail(BRISK_ERR_BAD_FORMAT, "the state's logits do not match the model's vocabulary");
+  const int n_vocab = c.n_vocab;
+  for (int32_t t : s.tokens)
+    if (t < 0 || t >= n_vocab) fail(BRISK_ERR_BAD_FORMAT, "the state holds a token outside the vocabulary");
+}
+
+SavedSequence describe_cache(const Model& model, const KVCache& cache) {
+  SavedSequence s;
+  s.model_identity = model_identity(model.file());
+  s.k_type = cache.k_type();
+  s.v_type = cache.v_type();
+  s.n_layer = model.config().n_layer;
+  s.n_head_kv = model.config().n_head_kv;
+  s.k_row_bytes = cache.k_head_row_bytes();
+  s.v_row_bytes = cache.v_head_row_bytes();
+  return s;
+}
+
+// Calls fn(k, v, n) for each layer and KV head of a slot: its K and V rows
+// 0..n-1, which are consecutive in the cache (see kv_cache.h). The cache's
+// memory is its own writable heap memory; it hands out const pointers only
+// because attention reads through them.
+template <class Fn>
+void for_each_head(const KVCache& cache, int slot, const SavedSequence& s, Fn fn) {
+  for (int l = 0; l < s.n_layer; ++l)
+    for (int h = 0; h < s.n_head_kv; ++h)
+      fn(const_cast<uint8_t*>(cache.k_row(l, slot, h, 0)), const_cast<uint8_t*>(cache.v_row(l, slot, h, 0)));
+}
+
+void rows_out(const KVCache& cache, int slot, SavedSequence& s) {
+  const size_t kb = s.tokens.size() * s.k_row_bytes, vb = s.tokens.size() * s.v_row_bytes;
+  s.kv.resize((kb + vb) * static_cast<size_t>(s.n_layer * s.n_head_kv));
+  uint8_t* p = s.kv.data();
+  for_each_head(cache, slot, s, [&](const uint8_t* k, const uint8_t* v) {
+    std::memcpy(p, k, kb);
+    std::memcpy(p + kb, v, vb);
+    p += kb + vb;
+  });
+}
+
+void rows_in(const KVCache& cache, int slot, const SavedSequence& s) {
+  const size_t kb = s.tokens.size() * s.k_row_bytes, vb = s.tokens.size() * s.v_row_bytes;
+  const uint8_t* p = s.kv.data();
+  for_each_head(cache, slot, s, [&](uint8_t* k, uint8_t* v) {
+    std::memcpy(k, p, kb);
+    std::memcpy(v, p + kb, vb);
+    p += kb + vb;
+  });
+}
+
+}  // namespace
+
+void write_seq_state(const std::string& path, const SavedSequence& s) {
+  nlohmann::ordered_json h;
+  h["model_identity"] = s.model_identity;
+  h["k_type"] = static_cast<int>(s.k_type);
+  h["v_type"] = static_cast<int>(s.v_type);
+  h["n_layer"] = s.n_layer;
+  h["n_head_kv"] = s.n_head_kv;
+  h["k_row_bytes"] = s.k_row_bytes;
+  h["v_row_bytes"] = s.v_row_bytes;
+  h["n_tokens"] = s.tokens.size();
+  h["n_logits"] = s.logits.size();
+  h["kv_bytes"] = s.kv.size();
+  if (s.has_sampler) {
+    const SamplerParams& p = s.sampler;
+    h["sampler"] = {{"temperature", p.temperature}, {"top_k", p.top_k}, {"top_p", p.top_p}, {"min_p", p.min_p},
+                    {"repeat_penalty", p.repeat_penalty}, {"repeat_last_n", p.repeat_last_n}, {"seed", p.seed},
+                    {"rng", s.rng}, {"recent", s.recent}};
+  }
+  const std::string header = h.dump();
+  std::string out;
+  out.reserve(64 + header.size() + s.tokens.size() * 4 + s.logits.size() * 4 + s.kv.size());
+  put(out, kMagic, sizeof kMagic);
+  const uint32_t hl = static_cast<uint32_t>(header.size());
+  put(out, &hl, 4);
+  out += header;
+  put(out, s.tokens.data(), s.tokens.size() * 4);
+  put(out, s.logits.data(), s.logits.size() * 4);
+  put(out, s.kv.data(), s.kv.size());
+  const bundle::Hash128 sum = bundle::hash_bytes(out.data(), out.size());
+  put(out, sum.bytes, sizeof sum.bytes);
+  AtomicFile f(path);
+  f.write(out.data(), out.size());
+  f.commit();
+}
+
+SavedSequence read_seq_state(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(BRISK_ERR_NOT_FOUND, "cannot open state file '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string b = ss.str();
+  const std::string where = "state file '" + path + "': ";
+  if (b.size() < sizeof kMagic + 4 + 16 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0)
+    fail(BRISK_ERR_BAD_FORMAT, where + "not a brisk sequence state");
+  const size_t body = b.size() - 16;
+  const bundle::Hash128 sum = bundle::hash_bytes(b.data(), body);
+  if (std::memcmp(sum.bytes, b.data() + body, 16) != 0)
+    fail(BRISK_ERR_CHECKSUM, where + "checksum mismatch: the file is damaged or was cut short");
+  uint32_t hl = 0;
+  std::memcpy(&hl, b.data() + 8, 4);
+  if (hl > kMaxHeader || 12 + static_cast<size_t>(hl) > body) fail(BRISK_ERR_BAD_FORMAT, where + "bad header length");
+  const nlohmann::json h = nlohmann::json::parse(b.begin() + 12, b.begin() + 12 + hl, nullptr, false);
+  SavedSequence s;
+  try {
+    if (h.is_discarded() || !h.is_object()) throw std::runtime_error("header is not JSON");
+    s.model_identity = h.at("model_identity").get<std::string>();
+    s.k_type = static_cast<TensorType>(h.at("k_type").get<int>());
+    s.v_type = static_cast<TensorType>(h.at("v_type").get<int>());
+    s.n_layer = h.at("n_layer").get<int>();
+    s.n_head_kv = h.at("n_head_kv").get<int>();
+    s.k_row_bytes = h.at("k_row_bytes").get<uint64_t>();
+    s.v_row_bytes = h.at("v_row_bytes").get<uint64_t>();
+    const uint64_t n_tokens = h.at("n_tokens").get<uint64_t>(), n_logits = h.at("n_logits").get<uint64_t>(),
+                   kv_bytes = h.at("kv_bytes").get<uint64_t>();
+    // Sizes must add up to the file before anything is allocated from them.
+    const uint64_t left = body - 12 - hl;
+    if (n_tokens > left / 4 || n_logits > left / 4 || n_tokens * 4 + n_logits * 4 > left ||
+        kv_bytes != left - n_tokens * 4 - n_logits * 4 || s.n_layer <= 0 || s.n_head_kv <= 0 ||
+        kv_bytes != n_tokens * (s.k_row_bytes + s.v_row_bytes) * static_cast<uint64_t>(s.n_layer) *
+                        static_cast<uint64_t>(s.n_head_kv))
+      throw std::runtime_error("section sizes do not add up");
+    const char* p = b.data() + 12 + hl;
+    s.tokens.resize(n_tokens);
+    std::memcpy(s.tokens.data(), p, n_tokens * 4);
+    p += n_tokens * 4;
+    s.logits.resize(n_logits);
+    std::memcpy(s.logits.data(), p, n_logits * 4);
+    p += n_logits * 4;
+    s.kv.assign(p, p + kv_bytes);
+    if (h.contains("sampler")) {
+      const nlohmann::json& sm = h["sampler"];
+      s.has_sampler = true;
+      s.sampler.temperature = sm.at("temperature").get<float>();
+      s.sampler.top_k = sm.at("top_k").get<int>();
+      s.sampler.top_p = sm.at("top_p").get<float>();
+      s.sampler.min_p = sm.at("min_p").get<float>();
+      s.sampler.repeat_penalty = sm.at("repeat_penalty").get<float>();
+      s.sampler.repeat_last_n = sm.at("repeat_last_n").get<int>();
+      s.sampler.seed = sm.at("seed").get<uint64_t>();
+      s.rng = sm.at("rng").get<std::string>();
+      s.recent = sm.at("recent").get<std::vector<int32_t>>();
+    }
+  } catch (const std::exception& e) {
+    fail(BRISK_ERR_BAD_FORMAT, where + e.what());
+  }
+  return s;
+}
+
+SavedSequence SeqStateAccess::capture(const Sequence& seq) {
+  if (seq.state_ != SeqState::idle || seq.slot_ < 0 || seq.pending_.size() != seq.pending_done_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "save a sequence only when it is idle (its tokens evaluated, not generating)");
+  const Engine& e = *seq.engine_;
+  SavedSequence s = describe_cache(e.model(), e.cache());
+  s.tokens = seq.context_;
+  s.logits = seq.logits_;
+  if (s.logits.empty()) fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has evaluated nothing yet");
+  rows_out(e.cache(), seq.slot_, s);
+  return s;
+}
+
+Sequence* SeqStateAccess::restore(Engine& engine, const SavedSequence& s) {
+  check_fits(s, engine.model(), engine.cache(), engine.n_ctx());
+  Sequence* seq = engine.create_sequence();
+  rows_in(engine.cache(), seq->slot_, s);
+  seq->pos_ = static_cast<int>(s.tokens.size());
+  seq->context_ = s.tokens;
+  seq->logits_ = s.logits;
+  return seq;
+}
+
+SavedSequence SeqStateAccess::capture(const Session& session, const Sampler* sampler, const int32_t* tokens,
+                                 size_t n_tokens) {
+  if (n_tokens != static_cast<size_t>(session.pos_))
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the session holds " + std::to_string(session.pos_) + " tokens but " +
+                                         std::to_string(n_tokens) + " were given");
+  if (session.last_logits_.empty())
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the session has no logits (evaluate a token after a truncation) to save");
+  SavedSequence s = describe_cache(session.model_, session.cache_);
+  s.tokens.assign(tokens, tokens + n_tokens);
+  if (n_tokens && s.tokens.back() != session.last_token_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the tokens given are not the ones the session evaluated (the last differs)");
+  s.logits = session.last_logits_;
+  if (sampler) {
+    s.has_sampler = true;
+    s.sampler = sampler->p_;
+    std::ostringstream rng;
+    rng << sampler->rng_;
+    s.rng = rng.str();
+    s.recent.assign(sampler->recent_.begin(), sampler->recent_.end());
+  }
+  rows_out(session.cache_, 0, s);
+  return s;
+}
+
+void SeqStateAccess::restore(Session& session, Sampler* sampler, const SavedSequence& s) {
+  check_fits(s, session.model_, session.cache_, session.n_ctx_);
+  if (s.tokens.empty()) fail(BRISK_ERR_BAD_FORMAT, "the state holds no tokens");
+  std::mt19937_64 rng;
+  if (sampler && s.has_sampler) {
+    std::istringstream in(s.rng);
+    in >> rng;
+    if (in.fail()) fail(BRISK_ERR_BAD_FORMAT, "the state's sampler generator cannot be read");
+  }
+  rows_in(session.cache_, 0, s);
+  session.pos_ = static_cast<int>(s.tokens.size());
+  session.last_token_ = s.tokens.back();
+  session.last_logits_ = s.logits;
+  if (sampler && s.has_sampler) {
+    sampler->p_ = s.sampler;
+    sampler->rng_ = rng;
+    sampler->recent_.assign(s.recent.begin(), s.recent.end());
+  }
+}
+
+}  // namespace brisk

@@ -1,0 +1,68 @@
+#include "system/doctor.h"
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "system/cgroup.h"
+#include "threads/thread_pool.h"
+
+namespace brisk::sys {
+
+namespace {
+
+// What the model needs with one sequence at its default context; 0 when
+// there is no model. A model that cannot be opened is a finding itself.
+uint64_t model_plan(const DoctorOptions& o, std::vector<Finding>* out) {
+  if (o.model_path.empty()) return 0;
+  try {
+    std::unique_ptr<Model> m = Model::open(o.model_path);
+    EngineOptions eo;
+    eo.n_seq_max = 1;
+    eo.memory_budget = 1;  // the plan only; availability is checked under the root
+    const MemoryPlan p = plan_memory(*m, eo, resolve_context(*m, 0));
+    out->push_back({"model", "ok", m->describe(), ""});
+    return p.total();
+  } catch (const Error& e) {
+    out->push_back({"model", "fail", e.what(), "check the path, or the file with 'brisk verify'"});
+    return 0;
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json doctor(const DoctorOptions& o) {
+  std::vector<Finding> f;
+  const CpuInfo cpu = read_cpuinfo(o.root);
+  int cores = 1, cpus = 1;
+  count_cores(o.root, &cores, &cpus);
+  const double quota = cgroup_limits(o.root).cpu_quota;
+  int threads = o.n_threads > 0 ? o.n_threads : quota_limited_threads(cores, quota);
+  // On this machine, exactly what a thread pool would pick (hwloc's allowed
+  // cores, which an affinity mask or cpuset may narrow).
+  if (o.root.empty() && o.n_threads <= 0) threads = default_thread_count(physical_core_count());
+  check_cpu(o, cpu, &f);
+  check_cores(o, cores, cpus, quota, threads, &f);
+  check_frequency(o, &f);
+  const uint64_t plan = model_plan(o, &f);
+  check_memory(o, plan, &f);
+  check_disk(o, &f);
+  if (o.measure) {
+    measure_disk(o, &f);
+    measure_bandwidth(o, threads, &f);
+    measure_throttling(o, threads, &f);
+  }
+  nlohmann::ordered_json j;
+  j["threads"] = threads;
+  j["checks"] = nlohmann::ordered_json::array();
+  int counts[4] = {0, 0, 0, 0};
+  for (const Finding& x : f) {
+    j["checks"].push_back({{"check", x.check}, {"status", x.status}, {"value", x.value}, {"advice", x.advice}});
+    counts[x.status == "ok" ? 0 : x.status == "warn" ? 1 : x.status == "fail" ? 2 : 3]++;
+  }
+  j["ok"] = counts[0];
+  j["warn"] = counts[1];
+  j["fail"] = counts[2];
+  j["info"] = counts[3];
+  return j;
+}
+
+}  // namespace brisk::sys
