@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace brisk::calib {
 
@@ -58,6 +59,7 @@ void fill_jsonl(DataSource& d, const std::string& bytes, const DataOptions& o) {
   for (int lineno = 1; std::getline(in, line); ++lineno) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j;
+    check_json_depth(line, d.path + ":" + std::to_string(lineno));
     try {
       j = nlohmann::json::parse(line);
     } catch (const std::exception& e) {

@@ -564,6 +564,13 @@ typedef struct brisk_quantize_options {
   /* Non-zero: evaluate on the calibration text; the report says so loudly. */
   int32_t eval_on_calib;
   uint32_t eval_max_chunks; /* 0: 64; UINT32_MAX: all */
+  /* Added in ABI 0.4. The calibration data files (as given to brisk_calibrate)
+   * for the KL measurement and the held-out evaluation; they must hash as the
+   * statistics record. Paths recorded inside a statistics file are never
+   * opened on its word: with none given here, sensitivity falls back to
+   * importance-weighted error and the report has no held-out figures. */
+  const char *const *calibration_data;
+  size_t n_calibration_data;
 } brisk_quantize_options;
 
 BRISK_API void brisk_quantize_options_init_sized(brisk_quantize_options *options, size_t size);
