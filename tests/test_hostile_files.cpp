@@ -109,7 +109,7 @@ TEST_CASE("hostile tokenizer.json: a huge token id does not size the vocabulary"
 }
 
 TEST_CASE("hostile tokenizer.json: deep nesting is refused before the document is built", "[hostile]") {
-  CHECK(json_nesting_depth(R"({"a":"[[[[{{{{","b":[[1],{"c":[]}]})") == 3);
+  CHECK(json_nesting_depth(R"({"a":"[[[[{{{{","b":[[1],{"c":[]}]})") == 4);
   CHECK(json_nesting_depth(R"(["\"[[[["])") == 1);
   run_hostile([] {
     const std::string deep = R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"decoder":)" + nested(200000) + "}";

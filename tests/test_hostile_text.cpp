@@ -47,6 +47,7 @@ VocabData chain_vocab(int k) {
     d.token_types.push_back(static_cast<int32_t>(TokenType::USER_DEFINED));
   }
   d.scores.assign(d.tokens.size(), 0.0f);
+  d.add_space_prefix = false;  // "▁" is no token here: it would come back as its bytes
   return d;
 }
 
