@@ -72,6 +72,7 @@ StatsInfo calibrate(const std::string& model_path, const std::string& out_path, 
   if (o.resume && std::filesystem::exists(out_path)) {
     Stats old = read_stats(out_path);
     check_resumable(old.info, info, out_path);
+    fit_stats_to_model(old, model->file(), out_path);  // before the collector adds to any row
     if (old.info.complete) {
       if (o.log) o.log("'" + out_path + "' is already complete; nothing to resume");
       return old.info;

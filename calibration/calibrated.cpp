@@ -15,10 +15,16 @@ namespace {
 
 // Re-reads the calibration data and checks it is byte for byte what the
 // statistics were made from; returns nothing (and says why) otherwise.
-std::optional<std::vector<DataSource>> reload_data(const StatsInfo& info, std::vector<std::string>& warnings) {
+// Only files the user names are read: the paths recorded in a statistics
+// file are someone else's words, so they serve for comparison only.
+std::optional<std::vector<DataSource>> reload_data(const StatsInfo& info, const std::vector<std::string>& paths,
+                                                   std::vector<std::string>& warnings) {
   if (info.sources.empty()) return std::nullopt;
-  std::vector<std::string> paths;
-  for (const DataSource& d : info.sources) paths.push_back(d.path);
+  if (paths.empty()) {
+    warnings.push_back("calibration text not read (name the calibration data files to measure KL and to evaluate "
+                       "on the held-out text)");
+    return std::nullopt;
+  }
   try {
     std::vector<DataSource> now = load_data(paths, {info.jsonl_field, info.holdout});
     if (now.size() != info.sources.size()) throw Error(BRISK_ERR_CHECKSUM, "the data files changed");
@@ -85,20 +91,22 @@ CalibratedResult quantize_calibrated(const std::string& in_path, const std::stri
     res.warnings.push_back(m);
     if (o.warn) o.warn(m);
   };
-  const Stats st = read_stats(o.stats_path);
+  Stats st = read_stats(o.stats_path);
   if (!st.info.complete)
     fail(BRISK_ERR_INVALID_ARGUMENT, "'" + o.stats_path + "' is a partial calibration (" +
                                          std::to_string(st.info.chunks_done) + " of " + std::to_string(st.info.chunks_total) +
                                          " chunks): finish it with brisk calibrate --resume");
   const std::string stats_hash = xxh3_file(o.stats_path);
-  const quantize::ImportanceMap importance = st.importance();
   auto source = Model::open(in_path);
+  // Shapes are checked before any quantizer reads an importance vector.
+  fit_stats_to_model(st, source->file(), o.stats_path);
+  const quantize::ImportanceMap importance = st.importance();
   if (!st.info.model_hash.empty() && st.info.model_hash != model_hash(in_path))
     warn("the calibration was made with another model file (" + st.info.model_path +
          "); fine if it is the same weights in another precision");
   const quantize::Preset& preset = quantize::find_preset(o.quant.preset);
   std::vector<std::string> data_warnings;
-  const auto data = reload_data(st.info, data_warnings);
+  const auto data = reload_data(st.info, o.data_paths, data_warnings);
   for (const auto& m : data_warnings) warn(m);
 
   quantize::QuantizeOptions q = o.quant;

@@ -19,6 +19,10 @@ namespace brisk::calib {
 struct CalibratedOptions {
   quantize::QuantizeOptions quant;  // preset (the baseline recipe), overrides, threads, callbacks
   std::string stats_path;
+  // The calibration data files, as given to calibrate; they must hash as the
+  // statistics record. Empty: no text is read (paths recorded in the
+  // statistics file are never opened on its word).
+  std::vector<std::string> data_paths;
   uint64_t target_size = 0;  // bytes of the output file; 0: no budget
   double target_bpw = 0;     // alternative: bits per weight over all tensors
   bool measure_kl = true;    // false: rank by importance-weighted error alone

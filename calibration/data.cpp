@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace brisk::calib {
 
@@ -58,6 +59,7 @@ void fill_jsonl(DataSource& d, const std::string& bytes, const DataOptions& o) {
   for (int lineno = 1; std::getline(in, line); ++lineno) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j;
+    check_json_depth(line, d.path + ":" + std::to_string(lineno));
     try {
       j = nlohmann::json::parse(line);
     } catch (const std::exception& e) {
@@ -85,6 +87,11 @@ std::string xxh3_file(const std::string& path) {
   return xxh3_hex(b.data(), b.size());
 }
 
+// Every byte is held in memory (and a directory is walked recursively):
+// beyond these, the input is a mistake, not calibration text.
+constexpr uint64_t kMaxDataBytes = uint64_t(1) << 30;
+constexpr size_t kMaxDataFiles = 100000;
+
 std::vector<DataSource> load_data(const std::vector<std::string>& paths, const DataOptions& o) {
   if (!(o.holdout >= 0 && o.holdout < 1)) fail(BRISK_ERR_INVALID_ARGUMENT, "holdout must be in [0, 1)");
   std::vector<fs::path> files;
@@ -92,8 +99,11 @@ std::vector<DataSource> load_data(const std::vector<std::string>& paths, const D
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
       std::vector<fs::path> found;
-      for (const auto& e : fs::recursive_directory_iterator(p))
+      for (const auto& e : fs::recursive_directory_iterator(p)) {
         if (e.is_regular_file() && e.path().filename().string()[0] != '.') found.push_back(e.path());
+        if (found.size() > kMaxDataFiles)
+          fail(BRISK_ERR_INVALID_ARGUMENT, "directory '" + p + "' holds more than " + std::to_string(kMaxDataFiles) + " files");
+      }
       std::sort(found.begin(), found.end());
       if (found.empty()) fail(BRISK_ERR_NOT_FOUND, "directory '" + p + "' holds no files");
       files.insert(files.end(), found.begin(), found.end());
@@ -102,6 +112,14 @@ std::vector<DataSource> load_data(const std::vector<std::string>& paths, const D
     } else {
       fail(BRISK_ERR_NOT_FOUND, "no such file or directory: '" + p + "'");
     }
+  }
+  uint64_t total = 0;
+  for (const fs::path& f : files) {
+    std::error_code ec;
+    total += fs::file_size(f, ec);
+    if (total > kMaxDataBytes)
+      fail(BRISK_ERR_INVALID_ARGUMENT, "the calibration data exceeds " + std::to_string(kMaxDataBytes >> 20) +
+                                           " MiB (at '" + f.string() + "'): pass fewer or smaller files");
   }
   std::vector<DataSource> out;
   for (const fs::path& f : files) {

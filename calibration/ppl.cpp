@@ -9,6 +9,7 @@
 
 #include "calibration/data.h"
 #include "calibration/eval.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace brisk::calib {
@@ -52,8 +53,12 @@ uint64_t tokens_hash(const std::vector<std::vector<int32_t>>& chunks) {
 class BaseCache {
  public:
   BaseCache(const std::string& path, bool write, const CacheHeader& want) : path_(path), write_(write) {
-    f_ = std::fopen(write ? (path + ".tmp").c_str() : path.c_str(), write ? "wb" : "rb");
-    if (!f_) fail(write ? BRISK_ERR_IO : BRISK_ERR_NOT_FOUND, "cannot open base cache '" + path + "'");
+    if (write) {
+      out_ = std::make_unique<AtomicFile>(path);
+    } else {
+      f_ = std::fopen(path.c_str(), "rb");
+      if (!f_) fail(BRISK_ERR_NOT_FOUND, "cannot open base cache '" + path + "'");
+    }
     CacheHeader h = want;
     if (write) {
       io(&h, sizeof h);
@@ -66,25 +71,23 @@ class BaseCache {
   }
   ~BaseCache() {
     if (f_) std::fclose(f_);
-    if (write_ && !done_) std::remove((path_ + ".tmp").c_str());
   }
   void io(void* p, size_t n) {
-    const size_t got = write_ ? std::fwrite(p, 1, n, f_) : std::fread(p, 1, n, f_);
-    if (got != n) fail(BRISK_ERR_IO, "base cache '" + path_ + "' is truncated or unwritable");
+    if (write_) {
+      out_->write(p, n);
+      return;
+    }
+    if (std::fread(p, 1, n, f_) != n) fail(BRISK_ERR_IO, "base cache '" + path_ + "' is truncated");
   }
   void commit() {
-    if (!write_) return;
-    if (std::fclose(f_) != 0) fail(BRISK_ERR_IO, "writing '" + path_ + "' failed");
-    f_ = nullptr;
-    if (std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) fail(BRISK_ERR_IO, "cannot rename to '" + path_ + "'");
-    done_ = true;
+    if (write_) out_->commit();
   }
 
  private:
   std::string path_;
   bool write_;
-  bool done_ = false;
   FILE* f_ = nullptr;
+  std::unique_ptr<AtomicFile> out_;  // writing: a temporary renamed into place by commit()
 };
 
 }  // namespace

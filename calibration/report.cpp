@@ -6,22 +6,12 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace brisk::calib {
 
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.flush()) fail(BRISK_ERR_IO, "cannot write '" + tmp + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(BRISK_ERR_IO, "cannot rename '" + tmp + "' to '" + path + "'");
-  }
-}
+void write_text_atomic(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 void write_report(const CalibratedResult& res, const std::string& in_path, const std::string& out_path,
                   const CalibratedOptions& o, const Stats& st, const std::string& stats_hash) {

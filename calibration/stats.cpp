@@ -1,5 +1,6 @@
 #include "calibration/stats.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -16,6 +17,21 @@ const char* kCounts = ".counts";
 bool ends_with(const std::string& s, const std::string& suf) {
   return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
+// A decimal count written by write_stats; anything else is a corrupt file.
+uint64_t count_field(const gguf::File& f, const std::string& key, const std::string& s) {
+  uint64_t v = 0;
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
+    f.fail_format("'" + key + "' holds '" + s.substr(0, 40) + "', not a count");
+  for (char c : s) v = v * 10 + static_cast<uint64_t>(c - '0');
+  return v;
+}
+
+float read_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof v);  // the data offset need not be 4-aligned
+  return v;
+}
+
 std::vector<std::string> strings(const gguf::File& f, const std::string& key) {
   std::vector<std::string> out;
   if (const gguf::Value* v = f.opt_array(key, gguf::ValueType::STRING))
@@ -38,6 +54,10 @@ quantize::ImportanceMap Stats::importance() const {
 void StatsCollector::observe(const Matrix& w, const float* x, int64_t stride, int ncols) {
   MatrixStats& s = stats_.matrices[w.name];
   if (s.sum2.empty()) s.sum2.assign(static_cast<size_t>(w.cols), 0.0);
+  // Resumed statistics are fitted to the model first (fit_stats_to_model).
+  if (s.sum2.size() != static_cast<size_t>(w.cols))
+    fail(BRISK_ERR_INTERNAL, "statistics for '" + w.name + "' have " + std::to_string(s.sum2.size()) +
+                                 " columns, the matrix " + std::to_string(w.cols));
   double* acc = s.sum2.data();
   for (int c = 0; c < ncols; ++c) {
     const float* col = x + c * stride;
@@ -122,31 +142,58 @@ Stats read_stats(const std::string& path) {
   const auto hashes = strings(f, kP + "data.hashes"), bytes = strings(f, kP + "data.bytes"),
              kinds = strings(f, kP + "data.kinds"), cal = strings(f, kP + "data.calib_units"),
              held = strings(f, kP + "data.heldout_units");
+  // Paths are recorded for the report and for checking hashes; they are never
+  // opened unless the user names them again (see CalibratedOptions::data_paths).
   for (size_t i = 0; i < paths.size(); ++i) {
     DataSource d;
     d.path = paths[i];
     if (i < hashes.size()) d.hash = hashes[i];
-    if (i < bytes.size()) d.bytes = std::stoull(bytes[i]);
+    if (i < bytes.size()) d.bytes = count_field(f, kP + "data.bytes", bytes[i]);
     if (i < kinds.size()) d.jsonl = kinds[i] == "jsonl";
-    if (i < cal.size()) d.calib_bytes = std::stoull(cal[i]);
-    if (i < held.size()) d.heldout_bytes = std::stoull(held[i]);
+    if (i < cal.size()) d.calib_bytes = count_field(f, kP + "data.calib_units", cal[i]);
+    if (i < held.size()) d.heldout_bytes = count_field(f, kP + "data.heldout_units", held[i]);
     in.sources.push_back(std::move(d));
   }
+  if (!(in.holdout >= 0 && in.holdout < 1)) f.fail_format("holdout " + std::to_string(in.holdout) + " is outside [0, 1)");
+  if (in.n_ctx < 0 || in.n_ctx > (1 << 20)) f.fail_format("imatrix.chunk_size is out of range");
   for (const gguf::TensorInfo& t : f.tensors()) {
     if (!ends_with(t.name, kSum2)) continue;
     const std::string name = t.name.substr(0, t.name.size() - std::string(kSum2).size());
     const gguf::TensorInfo* c = f.find_tensor(name + kCounts);
     if (t.type != TensorType::F32 || !c || c->type != TensorType::F32 || c->n_elements() < 1)
       fail(BRISK_ERR_BAD_FORMAT, "'" + path + "': entry '" + name + "' is malformed");
+    // The count converts to an integer only if it is one (NaN or 1e30 would be UB).
+    const float count = read_f32(c->data);
+    if (!(count >= 0 && count < 1e15f))
+      fail(BRISK_ERR_BAD_FORMAT, "'" + path + "': entry '" + name + "' has an invalid count");
     // llama.cpp stores one row per expert; brisk models have one.
     MatrixStats& s = st.matrices[name];
-    const float* v = reinterpret_cast<const float*>(t.data);
-    s.sum2.assign(v, v + t.ne[0]);
-    float count;
-    std::memcpy(&count, c->data, sizeof count);
+    s.sum2.resize(static_cast<size_t>(t.ne[0]));
+    for (int64_t j = 0; j < t.ne[0]; ++j) {
+      const float v = read_f32(t.data + 4 * j);
+      if (!(v >= 0) || !std::isfinite(v))
+        fail(BRISK_ERR_BAD_FORMAT, "'" + path + "': entry '" + name + "' has a negative or non-finite sum at column " +
+                                       std::to_string(j));
+      s.sum2[static_cast<size_t>(j)] = v;
+    }
     s.count = static_cast<uint64_t>(count);
   }
   return st;
+}
+
+void fit_stats_to_model(Stats& st, const gguf::File& model, const std::string& stats_path) {
+  for (auto it = st.matrices.begin(); it != st.matrices.end();) {
+    const gguf::TensorInfo* t = model.find_tensor(it->first);
+    if (!t || t->n_dims < 2) {
+      it = st.matrices.erase(it);
+      continue;
+    }
+    if (it->second.sum2.size() != static_cast<uint64_t>(t->ne[0]))
+      fail(BRISK_ERR_INVALID_ARGUMENT, "'" + stats_path + "' has " + std::to_string(it->second.sum2.size()) +
+                                           " columns for '" + it->first + "', the model's tensor has " +
+                                           std::to_string(t->ne[0]) + " (made for another model?)");
+    ++it;
+  }
 }
 
 }  // namespace brisk::calib

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "calibration/data.h"
+#include "gguf/gguf.h"
 #include "model/matmul_op.h"
 #include "quantize/quantize.h"
 
@@ -58,6 +59,13 @@ class StatsCollector : public MatmulObserver {
 };
 
 void write_stats(const std::string& path, const Stats& stats);
+// Reads a statistics file; every count, vector and number in it is checked
+// (BRISK_ERR_BAD_FORMAT), but not against a model: see fit_stats_to_model.
 Stats read_stats(const std::string& path);
+// Checks statistics against the model they are about to be used with, before
+// anything indexes a row with them: an entry for one of the model's matrices
+// must have exactly its column count (else BRISK_ERR_INVALID_ARGUMENT naming
+// both); entries for tensors the model lacks are dropped.
+void fit_stats_to_model(Stats& stats, const gguf::File& model, const std::string& stats_path);
 
 }  // namespace brisk::calib

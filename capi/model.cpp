@@ -115,12 +115,25 @@ brisk_status brisk_detokenize(const brisk_model* m, const int32_t* tokens, size_
 brisk_status brisk_chat_render(const brisk_model* m, const char* template_name, const char* const* roles,
                                const char* const* contents, size_t n, int32_t add_assistant, char* buf, size_t cap,
                                size_t* needed) {
+  brisk_chat_options o;
+  brisk_chat_options_init(&o);
+  o.template_name = template_name;
+  o.add_assistant = add_assistant;
+  return brisk_chat_render_ex(m, roles, contents, n, &o, buf, cap, needed);
+}
+
+brisk_status brisk_chat_render_ex(const brisk_model* m, const char* const* roles, const char* const* contents,
+                                  size_t n, const brisk_chat_options* options, char* buf, size_t cap,
+                                  size_t* needed) {
   return guard([&] {
     require(m, "model");
+    const brisk_chat_options o =
+        brisk::capi::merge_options(options, [](brisk_chat_options* p) { brisk_chat_options_init(p); });
     if (n > 0) {
       require(roles, "roles");
       require(contents, "contents");
     }
+    const char* template_name = o.template_name;
     brisk::ChatFamily family = brisk::ChatFamily::UNKNOWN;
     if (template_name) {
       family = brisk::chat_family_from_name(template_name);
@@ -140,13 +153,24 @@ brisk_status brisk_chat_render(const brisk_model* m, const char* template_name, 
       require(contents[i], "a content");
       msgs.push_back({roles[i], contents[i]});
     }
-    copy_text_out(brisk::render_chat(family, msgs, add_assistant != 0), buf, cap, needed);
+    if (!o.allow_control_tokens) brisk::check_chat_messages(m->model->tokenizer(), msgs);
+    copy_text_out(brisk::render_chat(family, msgs, o.add_assistant != 0), buf, cap, needed);
   });
 }
 
 }  // extern "C"
 
 extern "C" {
+static void fill_chat_options(brisk_chat_options* o) {
+  *o = brisk_chat_options{};
+  o->struct_size = sizeof(*o);
+  o->add_assistant = 1;
+}
+
+void brisk_chat_options_init_sized(brisk_chat_options* o, size_t size) {
+  brisk::capi::init_sized(o, size, fill_chat_options);
+}
+
 void brisk_model_options_init_sized(brisk_model_options* o, size_t size) {
   brisk::capi::init_sized(o, size, fill_model_options);
 }

@@ -65,6 +65,11 @@ void run_quantize(const char* in, const char* out, const brisk_quantize_options&
   c.sensitivity_tokens = o.sensitivity_tokens ? o.sensitivity_tokens : 1024;
   c.report = o.report != 0;
   if (o.eval_file) c.eval_file = o.eval_file;
+  for (size_t i = 0; i < o.n_calibration_data; ++i) {
+    require(o.calibration_data, "calibration_data");
+    require(o.calibration_data[i], "calibration_data[i]");
+    c.data_paths.push_back(o.calibration_data[i]);
+  }
   c.eval_on_calib = o.eval_on_calib != 0;
   c.eval_max_chunks = o.eval_max_chunks == 0 ? 64 : o.eval_max_chunks == UINT32_MAX ? 0 : static_cast<int>(o.eval_max_chunks);
   c.progress = [&o](const char* stage, uint64_t done, uint64_t total, const std::string& what) {

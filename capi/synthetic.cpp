@@ -1,4 +1,5 @@
 // brisk_synthesize_model and friends.
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,15 +42,19 @@ brisk_status brisk_model_open_synthetic(const brisk_synthesize_options* synth, c
     require(out, "out_model");
     *out = nullptr;
     // tmpfs when the machine has it (memory, not disk); the file is unlinked
-    // as soon as it is mapped, so it disappears with the process.
-    const char* dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    const std::string path = std::string(dir) + "/brisk-synthetic-" + std::to_string(::getpid()) + "-" +
-                             std::to_string(reinterpret_cast<uintptr_t>(out)) + ".gguf";
+    // as soon as it is mapped, so it disappears with the process. It lives in
+    // a private directory (mkdtemp: unique, mode 0700), so nobody else can
+    // plant or swap the file between writing and opening it.
+    const char* base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    std::string dir = std::string(base) + "/brisk-synthetic-XXXXXX";
+    if (!::mkdtemp(dir.data())) brisk::fail(BRISK_ERR_IO, "cannot create a temporary directory in " + std::string(base));
+    const std::string path = dir + "/model.gguf";
     brisk_status st = brisk_synthesize_model(path.c_str(), synth);
-    if (st != BRISK_OK) brisk::fail(st, brisk_last_error());
-    st = brisk_model_open(path.c_str(), options, out);
+    if (st == BRISK_OK) st = brisk_model_open(path.c_str(), options, out);
+    const std::string err = st != BRISK_OK ? brisk_last_error() : "";
     std::remove(path.c_str());
-    if (st != BRISK_OK) brisk::fail(st, brisk_last_error());
+    ::rmdir(dir.c_str());
+    if (st != BRISK_OK) brisk::fail(st, err);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace brisk::convert {
 
@@ -64,6 +65,7 @@ struct Reader {
 }  // namespace
 
 HfConfig parse_hf_config(const std::string& text, const std::string& name) {
+  check_json_depth(text, "'" + name + "'");
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) fail(BRISK_ERR_BAD_FORMAT, "'" + name + "': not valid JSON");
   if (!j.is_object()) fail(BRISK_ERR_BAD_FORMAT, "'" + name + "': not a JSON object");

@@ -15,6 +15,7 @@
 #include "converters/safetensors.h"
 #include "converters/vocab_meta.h"
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace brisk::convert {
 
@@ -49,6 +50,7 @@ Weights open_weights(const fs::path& dir) {
   where += index.string();
   where += "': ";  // piecewise: GCC 12 warns falsely (-Wrestrict) on "x" + string&&
   if (auto text = read_small_file(index)) {
+    check_json_depth(*text, where.substr(0, where.size() - 2));
     json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       fail(BRISK_ERR_BAD_FORMAT, where + "not a JSON object with a \"weight_map\" object");

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace brisk::convert {
 
@@ -42,7 +43,7 @@ std::optional<int32_t> find_token(const VocabData& v, const std::string& text) {
 }
 
 std::optional<json> parse_object(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
+  if (!text || json_nesting_depth(*text) > kMaxJsonDepth) return std::nullopt;
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
@@ -57,6 +58,8 @@ void set_id(std::optional<int32_t>& slot, std::optional<int64_t> id, size_t n_to
 void apply_hf_special_tokens(VocabData& v, const std::optional<std::string>& tokenizer_config,
                              const std::optional<std::string>& generation_config, std::optional<int64_t> config_bos,
                              std::optional<int64_t> config_eos) {
+  if (tokenizer_config) check_json_depth(*tokenizer_config, "tokenizer_config.json");
+  if (generation_config) check_json_depth(*generation_config, "generation_config.json");
   if (tokenizer_config && !parse_object(tokenizer_config))
     fail(BRISK_ERR_BAD_FORMAT, "tokenizer_config.json is not a valid JSON object");
   if (auto tc = parse_object(tokenizer_config)) {
@@ -108,6 +111,7 @@ VocabData load_hf_directory_vocab(const fs::path& dir, int64_t n_vocab, std::opt
     if (auto jinja = read_small_file(dir / "chat_template.jinja")) {
       v.chat_template = *jinja;
     } else if (auto cj = read_small_file(dir / "chat_template.json")) {
+      check_json_depth(*cj, "chat_template.json");
       json j = json::parse(*cj, nullptr, false);
       if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
         v.chat_template = j["chat_template"].get<std::string>();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace brisk::convert {
 
@@ -66,6 +67,8 @@ StHeader parse_safetensors(const uint8_t* data, size_t size, const std::string& 
   h.data_start = 8 + n;
   const uint64_t data_size = size - h.data_start;
   const char* text = reinterpret_cast<const char*>(data + 8);
+  if (json_nesting_depth(std::string_view(text, static_cast<size_t>(n))) > kMaxJsonDepth)
+    bad(name, "the header's JSON is nested too deeply");
   nlohmann::json j = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) bad(name, "the header is not valid JSON");
   if (!j.is_object()) bad(name, "the header is not a JSON object");

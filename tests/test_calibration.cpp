@@ -146,6 +146,9 @@ TEST_CASE("calibration: budgeted quantization writes recipe and report and guard
   brisk_quantize_options_init(&o);
   o.type = "q4_0";
   o.calibration = stats.c_str();
+  const char* data_paths[] = {data.c_str()};
+  o.calibration_data = data_paths;
+  o.n_calibration_data = 1;
   o.target_size = 300000;
   o.sensitivity_tokens = 128;
   o.eval_max_chunks = 4;

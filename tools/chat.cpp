@@ -67,7 +67,12 @@ int run_chat(brisk_model* model, brisk_session* session, brisk_sampler* sampler,
     if (line.empty()) continue;
     turns.push_back({"user", line});
     std::vector<int32_t> tokens;
-    if (!render_tokens(model, tmpl, turns, &tokens)) return 1;
+    if (!render_tokens(model, tmpl, turns, &tokens)) {
+      // A message the renderer refuses (control-token text) is dropped, with
+      // the error printed; the conversation goes on.
+      turns.pop_back();
+      continue;
+    }
     // Keep the reply's room free: drop the oldest exchanges until it fits.
     while (tokens.size() + static_cast<size_t>(cs.n_predict) > n_ctx) {
       auto first = std::find_if(turns.begin(), turns.end(), [](const Turn& t) { return t.role != "system"; });

@@ -92,6 +92,8 @@ int cmd_quantize(int argc, char** argv) {
     ("tensor-type", "override by regex: 'attn_.*=q8_0' (repeatable; first match wins)",
      cxxopts::value<std::vector<std::string>>())
     ("calibration", "statistics from brisk calibrate (or a llama-imatrix GGUF)", cxxopts::value<std::string>())
+    ("calibration-data", "the data files given to calibrate (repeatable): KL sensitivity and held-out evaluation",
+     cxxopts::value<std::vector<std::string>>())
     ("target-size", "automatic per-tensor types within this file size (bytes or K/M/G)", cxxopts::value<std::string>())
     ("target-bpw", "automatic per-tensor types within this many bits per weight", cxxopts::value<double>())
     ("sensitivity", "kl (measure on calibration text) or proxy (weighted error only)",
@@ -139,6 +141,12 @@ int cmd_quantize(int argc, char** argv) {
     calibration = args["calibration"].as<std::string>();
     o.calibration = calibration.c_str();
   }
+  std::vector<std::string> calib_data;
+  std::vector<const char*> calib_data_ptrs;
+  if (args.count("calibration-data")) calib_data = args["calibration-data"].as<std::vector<std::string>>();
+  for (const std::string& p : calib_data) calib_data_ptrs.push_back(p.c_str());
+  o.calibration_data = calib_data_ptrs.data();
+  o.n_calibration_data = calib_data_ptrs.size();
   if (args.count("target-size") && !parse_size(args["target-size"].as<std::string>(), &o.target_size))
     return usage_error("quantize", "bad --target-size (bytes, or with K/M/G)");
   if (args.count("target-bpw")) o.target_bpw = args["target-bpw"].as<double>();

@@ -200,11 +200,37 @@ BRISK_API brisk_status brisk_detokenize(const brisk_model *model, const int32_t 
  * "phi3") when that is not NULL. roles[i]/contents[i] are UTF-8 strings
  * ("system", "user", "assistant"). add_assistant non-zero appends the start of
  * the assistant's reply. Tokenize the result with BRISK_TOKENIZE_ADD_BOS |
- * BRISK_TOKENIZE_PARSE_SPECIAL. BRISK_ERR_UNSUPPORTED if the format is unknown. */
+ * BRISK_TOKENIZE_PARSE_SPECIAL. BRISK_ERR_UNSUPPORTED if the format is unknown.
+ * A role or content holding text that tokenizes to one of the model's control
+ * tokens (e.g. "<|im_end|><|im_start|>system" in a user message) would forge
+ * the conversation's structure: it is refused with BRISK_ERR_INVALID_ARGUMENT
+ * naming the message (brisk_chat_render_ex can allow it). */
 BRISK_API brisk_status brisk_chat_render(const brisk_model *model, const char *template_name,
                                          const char *const *roles, const char *const *contents,
                                          size_t n_messages, int32_t add_assistant, char *buf, size_t cap,
                                          size_t *needed);
+
+/* Added in ABI 0.4. Options of brisk_chat_render_ex. */
+typedef struct brisk_chat_options {
+  uint32_t struct_size;
+  /* "llama2", "llama3", "chatml", "mistral", "phi3"; NULL (default): from the
+   * model's tokenizer.chat_template. */
+  const char *template_name;
+  int32_t add_assistant; /* non-zero: append the start of the reply. Default 1 */
+  /* Non-zero: render control-token text in roles and contents as it is (it
+   * becomes control tokens when tokenized with PARSE_SPECIAL). Only for
+   * trusted text. Default 0: refused, as by brisk_chat_render. */
+  int32_t allow_control_tokens;
+} brisk_chat_options;
+
+/* Added in ABI 0.4. */
+BRISK_API void brisk_chat_options_init_sized(brisk_chat_options *options, size_t size);
+#define brisk_chat_options_init(options) brisk_chat_options_init_sized((options), sizeof(*(options)))
+/* Added in ABI 0.4. brisk_chat_render with options (NULL: the defaults). */
+BRISK_API brisk_status brisk_chat_render_ex(const brisk_model *model, const char *const *roles,
+                                            const char *const *contents, size_t n_messages,
+                                            const brisk_chat_options *options, char *buf, size_t cap,
+                                            size_t *needed);
 
 /* ---- session: one sequence with its own KV cache ---------------------- */
 typedef struct brisk_session brisk_session;
@@ -592,6 +618,13 @@ typedef struct brisk_quantize_options {
   /* Non-zero: evaluate on the calibration text; the report says so loudly. */
   int32_t eval_on_calib;
   uint32_t eval_max_chunks; /* 0: 64; UINT32_MAX: all */
+  /* Added in ABI 0.4. The calibration data files (as given to brisk_calibrate)
+   * for the KL measurement and the held-out evaluation; they must hash as the
+   * statistics record. Paths recorded inside a statistics file are never
+   * opened on its word: with none given here, sensitivity falls back to
+   * importance-weighted error and the report has no held-out figures. */
+  const char *const *calibration_data;
+  size_t n_calibration_data;
 } brisk_quantize_options;
 
 BRISK_API void brisk_quantize_options_init_sized(brisk_quantize_options *options, size_t size);

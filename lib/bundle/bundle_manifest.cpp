@@ -7,6 +7,7 @@
 
 #include "bundle/pack.h"
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace brisk::bundle {
 
@@ -49,6 +50,7 @@ std::string BundleManifest::to_json() const {
 
 BundleManifest BundleManifest::from_json(const std::string& text) {
   using vt = nlohmann::json::value_t;
+  if (json_nesting_depth(text) > kMaxJsonDepth) bad("JSON nested too deeply");
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) bad("not valid JSON");
   if (!j.is_object()) bad("not a JSON object");

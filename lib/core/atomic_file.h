@@ -11,7 +11,8 @@ namespace brisk {
 
 class AtomicFile {
  public:
-  // Creates "<target>.tmp.<pid>" for writing.
+  // Creates "<target>.tmp.<16 random hex digits>" exclusively (O_EXCL,
+  // O_NOFOLLOW: never an existing file or a symlink) for writing.
   explicit AtomicFile(const std::string& target);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -25,7 +26,7 @@ class AtomicFile {
   uint64_t written() const { return written_; }
   const std::string& temp_path() const { return tmp_; }
   const std::string& target() const { return target_; }
-  // fsync, close and rename onto the target.
+  // fsync, close, rename onto the target, then fsync the directory.
   void commit();
 
  private:
@@ -34,5 +35,8 @@ class AtomicFile {
   uint64_t written_ = 0;
   bool committed_ = false;
 };
+
+// Writes bytes to path through an AtomicFile.
+void write_file_atomic(const std::string& path, const std::string& bytes);
 
 }  // namespace brisk

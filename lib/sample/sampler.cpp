@@ -2,10 +2,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/error.h"
+
 namespace brisk {
+
+namespace {
+
+// NaN would make the sort's comparison inconsistent (undefined behaviour) and
+// argmax return token 0; +Inf turns the softmax into NaN. -Inf is a token
+// ruled out and is fine, as long as some token remains.
+void check_logits(const float* logits, int n_vocab) {
+  bool any_finite = false;
+  for (int i = 0; i < n_vocab; ++i) {
+    const float l = logits[i];
+    if (std::isnan(l) || l == INFINITY)
+      fail(BRISK_ERR_BAD_FORMAT, std::string("the model produced a non-finite logit (") + (std::isnan(l) ? "NaN" : "+Inf") +
+                                     ") for token " + std::to_string(i) + " of " + std::to_string(n_vocab) +
+                                     "; its weights are probably corrupt");
+    any_finite |= l != -INFINITY;
+  }
+  if (!any_finite && n_vocab > 0)
+    fail(BRISK_ERR_BAD_FORMAT, "every one of the " + std::to_string(n_vocab) + " logits is -Inf: no token can be sampled");
+}
+
+}  // namespace
 
 Sampler::Sampler(const SamplerParams& params) : p_(params), rng_(params.seed) {}
 
@@ -21,6 +45,8 @@ void Sampler::accept(int32_t token) {
 }
 
 int32_t Sampler::sample(const float* logits, int n_vocab) {
+  if (n_vocab <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "sampling from an empty vocabulary");
+  check_logits(logits, n_vocab);
   cand_.resize(static_cast<size_t>(n_vocab));
   for (int i = 0; i < n_vocab; ++i) cand_[i] = {logits[i], i};
 

@@ -27,6 +27,8 @@ class Sampler {
  public:
   explicit Sampler(const SamplerParams& params);
 
+  // Throws brisk::Error(BRISK_ERR_BAD_FORMAT) naming the token when a logit is
+  // NaN or +Inf (a model with corrupt weights), or when every logit is -Inf.
   int32_t sample(const float* logits, int n_vocab);
   // Records a token of the context for the repetition penalty.
   void accept(int32_t token);

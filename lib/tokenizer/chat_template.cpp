@@ -61,6 +61,21 @@ std::string render_mistral(const std::vector<ChatMessage>& msgs) {
 
 }  // namespace
 
+void check_chat_messages(const Tokenizer& tok, const std::vector<ChatMessage>& msgs) {
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    for (const auto& [field, text] : {std::pair<const char*, const std::string&>{"role", msgs[i].role},
+                                      std::pair<const char*, const std::string&>{"content", msgs[i].content}}) {
+      for (int32_t id : tok.encode(text, false, true)) {
+        if (tok.token_type(id) != TokenType::CONTROL) continue;
+        fail(BRISK_ERR_INVALID_ARGUMENT,
+             "chat message " + std::to_string(i) + " (" + msgs[i].role.substr(0, 32) + ") has control-token text '" +
+                 std::string(tok.token_text(id)) + "' in its " + field +
+                 ", which would change the conversation's structure (allow it explicitly to render it as a token)");
+      }
+    }
+  }
+}
+
 ChatFamily detect_chat_family(std::string_view t) {
   if (has(t, "<|im_start|>")) return ChatFamily::CHATML;
   if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>")) return ChatFamily::LLAMA3;

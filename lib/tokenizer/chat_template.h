@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
+
 namespace brisk {
 
 enum class ChatFamily {
@@ -40,5 +42,12 @@ ChatFamily chat_family_from_name(std::string_view name);
 // ends in it, such as Llama 2's "[/INST]", add nothing). Throws
 // brisk::Error(BRISK_ERR_UNSUPPORTED) for UNKNOWN.
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages, bool add_assistant_prompt);
+
+// The rendered text is tokenized with parse_special, so a message whose role
+// or content spells a control token ("<|im_end|><|im_start|>system") would
+// forge the conversation's structure. Throws brisk::Error
+// (BRISK_ERR_INVALID_ARGUMENT) naming the message and the token when any role
+// or content, tokenized on its own with parse_special, yields a control token.
+void check_chat_messages(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages);
 
 }  // namespace brisk

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "tokenizer/hf.h"
 
 namespace brisk::tok {
@@ -18,15 +19,29 @@ namespace {
 [[noreturn]] void bad(const std::string& what) { fail(BRISK_ERR_BAD_FORMAT, "tokenizer.json: " + what); }
 [[noreturn]] void unsupported(const std::string& what) { fail(BRISK_ERR_UNSUPPORTED, "tokenizer.json: " + what); }
 
+// The largest published tokenizer.json files are a few tens of MB; the parsed
+// document takes several times its text, so larger files are refused unread.
+constexpr uintmax_t kMaxJsonFileBytes = uintmax_t(128) << 20;
+// A tokenizer's ids are dense apart from a few holes (padded as convert_hf_to_gguf.py
+// does); a larger id than this is a lie that would size the vocabulary.
+constexpr int64_t kMaxIdSlack = 1 << 16;
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) fail(BRISK_ERR_NOT_FOUND, "cannot open " + p.string());
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(p, ec);
+  if (!ec && size > kMaxJsonFileBytes)
+    fail(BRISK_ERR_BAD_FORMAT, p.string() + " is " + std::to_string(size) + " bytes, above the " +
+                                   std::to_string(kMaxJsonFileBytes >> 20) + " MiB limit for a JSON file");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
 }
 
 json parse_json(const std::string& text, const std::string& what) {
+  check_json_depth(text, what);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
@@ -201,7 +216,11 @@ HfConfig parse_hf_impl(const std::string& path_or_text) {
     added[id] = bool_or(a, "special", false);
   }
   if (by_id.empty()) bad("empty vocabulary");
-  if (by_id.begin()->first < 0 || by_id.rbegin()->first >= (int64_t{1} << 30)) bad("token id out of range");
+  const int64_t max_id = by_id.rbegin()->first;
+  if (by_id.begin()->first < 0) bad("token id " + std::to_string(by_id.begin()->first) + " is negative");
+  if (max_id >= kMaxVocab || max_id >= static_cast<int64_t>(by_id.size()) + kMaxIdSlack)
+    bad("token id " + std::to_string(max_id) + " is out of range for a vocabulary of " +
+        std::to_string(by_id.size()) + " tokens");
   const size_t n = static_cast<size_t>(by_id.rbegin()->first) + 1;
 
   c.byte_fallback = bool_or(m, "byte_fallback", false);

@@ -1,6 +1,8 @@
 // Special tokens in text, and what every vocabulary tokenizer does around
 // its model: BOS/EOS, pieces, decode.
 #include <algorithm>
+#include <functional>
+#include <map>
 
 #include "core/error.h"
 #include "tokenizer/vocab.h"
@@ -22,6 +24,7 @@ void SpecialMatcher::build(const Vocab& v) {
   priority_.assign(v.n_tokens, -1);
   nodes_.assign(1, Node{});
   std::fill(std::begin(first_byte_), std::end(first_byte_), false);
+  std::vector<int32_t> parent(1, -1);
   for (size_t rank = 0; rank < tokens_.size(); ++rank) {
     const int32_t id = tokens_[rank];
     priority_[id] = static_cast<int32_t>(rank);
@@ -38,11 +41,21 @@ void SpecialMatcher::build(const Vocab& v) {
         nn.sibling = nodes_[node].child;
         c = static_cast<int32_t>(nodes_.size());
         nodes_.push_back(nn);
+        parent.push_back(node);
         nodes_[node].child = c;
       }
       node = c;
     }
     if (nodes_[node].token < 0) nodes_[node].token = id;  // duplicates: first wins
+  }
+  // Nodes are created after their parents, so one pass in index order fills
+  // the shorter-token links from the parents' finished ones.
+  for (size_t n = 1; n < nodes_.size(); ++n) {
+    const int32_t p = parent[n];
+    const int32_t tok = nodes_[p].token;
+    const bool control = tok >= 0 && (v.attrs[tok] & (ATTR_CONTROL | ATTR_UNKNOWN));
+    for (int mode = 0; mode < 2; ++mode)
+      nodes_[n].shorter[mode] = tok >= 0 && (mode == 1 || !control) ? p : nodes_[p].shorter[mode];
   }
 }
 
@@ -52,17 +65,21 @@ void SpecialMatcher::partition(const Vocab& v, std::string_view text, bool parse
   const uint32_t n = static_cast<uint32_t>(text.size());
   if (n == 0) return;
   const uint16_t skip = parse_special ? 0 : (ATTR_CONTROL | ATTR_UNKNOWN);
+  const int mode = parse_special ? 1 : 0;
+  auto len_of = [&](int32_t node) { return static_cast<uint32_t>(v.text(nodes_[node].token).size()); };
 
-  struct Occ {
+  // One candidate per position: its longest matchable token (a trie node).
+  struct Cand {
     int32_t prio;
     uint32_t pos;
-    int32_t id;
+    int32_t node;
+    bool operator>(const Cand& o) const { return prio != o.prio ? prio > o.prio : pos > o.pos; }
   };
-  std::vector<Occ> occ;
+  std::vector<Cand> heap;
   if (!tokens_.empty()) {
     for (uint32_t i = 0; i < n; ++i) {
       if (!first_byte_[static_cast<uint8_t>(text[i])]) continue;
-      int32_t node = 0;
+      int32_t node = 0, best = -1;
       for (uint32_t j = i; j < n; ++j) {
         const uint8_t b = static_cast<uint8_t>(text[j]);
         int32_t c = nodes_[node].child;
@@ -70,41 +87,56 @@ void SpecialMatcher::partition(const Vocab& v, std::string_view text, bool parse
         if (c < 0) break;
         node = c;
         const int32_t id = nodes_[node].token;
-        if (id >= 0 && !(v.attrs[id] & skip)) occ.push_back({priority_[id], i, id});
+        if (id >= 0 && !(v.attrs[id] & skip)) best = node;
       }
+      if (best >= 0) heap.push_back({priority_[nodes_[best].token], i, best});
     }
   }
-  if (occ.empty()) {
+  if (heap.empty()) {
     out.push_back({0, n, -1});
     return;
   }
 
-  // Longest tokens claim their occurrences first; an occurrence touching an
-  // already claimed byte is not a match (llama.cpp only searches the raw
-  // fragments that are left).
-  std::sort(occ.begin(), occ.end(), [](const Occ& a, const Occ& b) {
-    return a.prio != b.prio ? a.prio < b.prio : a.pos < b.pos;
-  });
+  // Longest tokens claim their occurrences first, each token's left to right;
+  // an occurrence touching an already claimed byte is not a match (llama.cpp
+  // only searches the raw fragments that are left). Taken ranges (with the
+  // whitespace they strip) are disjoint intervals, so "is [a, b) free" is one
+  // ordered-map lookup.
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
   enum : uint8_t { FREE = 0, STRIPPED = 1, TOKEN = 2 };
   std::vector<uint8_t> claimed(n, FREE);
-  std::vector<Occ> taken;
-  for (const Occ& o : occ) {
-    const uint32_t len = static_cast<uint32_t>(v.text(o.id).size());
-    bool free = true;
-    for (uint32_t k = o.pos; k < o.pos + len; ++k)
-      if (claimed[k] != FREE) {
-        free = false;
-        break;
+  std::map<uint32_t, uint32_t> used;  // begin -> end of claimed ranges
+  std::vector<std::pair<uint32_t, int32_t>> taken;  // pos, token id
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    Cand c = heap.back();
+    heap.pop_back();
+    auto next = used.upper_bound(c.pos);
+    if (next != used.begin() && std::prev(next)->second > c.pos) continue;  // its first byte is taken
+    const uint32_t room = next == used.end() ? n - c.pos : next->first - c.pos;
+    const uint32_t len = len_of(c.node);
+    if (len > room) {
+      // Blocked: the longest shorter token at this position that still fits
+      // competes later, at its own precedence.
+      int32_t s = nodes_[c.node].shorter[mode];
+      while (s >= 0 && len_of(s) > room) s = nodes_[s].shorter[mode];
+      if (s >= 0) {
+        heap.push_back({priority_[nodes_[s].token], c.pos, s});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
       }
-    if (!free) continue;
-    std::fill(claimed.begin() + o.pos, claimed.begin() + o.pos + len, TOKEN);
-    taken.push_back(o);
-    if (v.attrs[o.id] & ATTR_LSTRIP)
-      for (uint32_t k = o.pos; k > 0 && claimed[k - 1] == FREE && ascii_space(text[k - 1]); --k) claimed[k - 1] = STRIPPED;
-    if (v.attrs[o.id] & ATTR_RSTRIP)
-      for (uint32_t k = o.pos + len; k < n && claimed[k] == FREE && ascii_space(text[k]); ++k) claimed[k] = STRIPPED;
+      continue;
+    }
+    const int32_t id = nodes_[c.node].token;
+    uint32_t b = c.pos, e = c.pos + len;
+    std::fill(claimed.begin() + b, claimed.begin() + e, TOKEN);
+    taken.push_back({c.pos, id});
+    if (v.attrs[id] & ATTR_LSTRIP)
+      for (; b > 0 && claimed[b - 1] == FREE && ascii_space(text[b - 1]); --b) claimed[b - 1] = STRIPPED;
+    if (v.attrs[id] & ATTR_RSTRIP)
+      for (; e < n && claimed[e] == FREE && ascii_space(text[e]); ++e) claimed[e] = STRIPPED;
+    used.emplace(b, e);
   }
-  std::sort(taken.begin(), taken.end(), [](const Occ& a, const Occ& b) { return a.pos < b.pos; });
+  std::sort(taken.begin(), taken.end());
   size_t t = 0;
   uint32_t i = 0;
   while (i < n) {
@@ -114,10 +146,10 @@ void SpecialMatcher::partition(const Vocab& v, std::string_view text, bool parse
       out.push_back({i, j, -1});
       i = j;
     } else if (claimed[i] == TOKEN) {
-      const Occ& o = taken[t++];
-      const uint32_t len = static_cast<uint32_t>(v.text(o.id).size());
-      out.push_back({o.pos, o.pos + len, o.id});
-      i = o.pos + len;
+      const auto [pos, id] = taken[t++];
+      const uint32_t len = static_cast<uint32_t>(v.text(id).size());
+      out.push_back({pos, pos + len, id});
+      i = pos + len;
     } else {
       ++i;
     }

@@ -90,6 +90,9 @@ struct Vocab {
 // occurrences are taken left to right without overlap, and LSTRIP/RSTRIP
 // tokens swallow adjacent ASCII whitespace. Done with one trie scan instead of
 // one text search per special token, so thousands of added tokens cost little.
+// Memory is linear in the text whatever the vocabulary: only the longest match
+// at each position is kept, and a shorter token at that position (a prefix of
+// it, reached through the trie) is considered only once the longer one is blocked.
 class SpecialMatcher {
  public:
   void build(const Vocab& v);
@@ -105,6 +108,9 @@ class SpecialMatcher {
  private:
   struct Node {
     int32_t child = -1, sibling = -1, token = -1;
+    // Nearest proper ancestor holding a token matchable without / with
+    // parse_special (-1: none): the next shorter candidate at a position.
+    int32_t shorter[2] = {-1, -1};
     uint8_t byte = 0;
   };
   std::vector<Node> nodes_;
