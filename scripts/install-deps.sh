@@ -9,6 +9,7 @@ PKGS=(
   libhwloc-dev libpcre2-dev
   clang libclang-rt-14-dev
   golang-go cargo rustc
+  abigail-tools
 )
 
 missing=()
