@@ -20,8 +20,11 @@ libdir=$3
 version=$4
 soversion=$5
 kind=${6:-shared}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/brisk-install-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# A fixed scratch directory under the build tree (emptied first): Go's build
+# cache remembers the cgo flags, so the prefix must not change between runs.
+tmp=$build/package-check
+rm -rf "$tmp"
+mkdir -p "$tmp"
 step() { echo "== $*"; }
 die() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -109,8 +112,11 @@ if [ -n "${BRISK_GO:-}" ]; then
   for dir in "$src"/examples/go/*/; do
     [ -f "$dir/main.go" ] || continue
     name=$(basename "$dir")
-    (cd "$dir" && GOCACHE="$build/go/cache" GOPATH="$build/go/path" GOPROXY=off GOFLAGS=-mod=mod GOENV=off \
-       GOTOOLCHAIN=local CGO_ENABLED=1 "$BRISK_GO" build -o "$tmp/go-$name" .) || die "go build examples/go/$name"
+    # cgo takes the flags from brisk.pc; Go's build cache does not key on
+    # them, so they are also given as CGO_* (which it does key on).
+    (cd "$dir" && GOCACHE="$build/go/cache" GOPATH="$build/go/path" GOPROXY=off GOFLAGS=-mod=readonly GOENV=off \
+       GOTOOLCHAIN=local CGO_ENABLED=1 CGO_CFLAGS="$(pkg-config --cflags brisk)" CGO_LDFLAGS="$(pkg-config --libs brisk)" \
+       "$BRISK_GO" build -o "$tmp/go-$name" .) || die "go build examples/go/$name"
     [ "$name" = parallel ] && run_example "examples/go/$name" "$tmp/go-$name"
   done
 else
