@@ -376,7 +376,7 @@ BRISK_API brisk_status brisk_engine_create(const brisk_model *model, const brisk
                                            brisk_engine **out_engine);
 /* Frees the engine and every sequence still attached to it. */
 BRISK_API void brisk_engine_free(brisk_engine *engine);
-/* "2 threads, pinned to cores 0,1 (cpus 0,1); 8 slots x 2048 tokens; KV f16/f16 (...)" */
+/* "2 threads, pinned to cores 1 (cpus 1); calling thread not pinned; 8 slots x 2048 tokens; KV f16/f16 (...)" */
 BRISK_API brisk_status brisk_engine_describe(const brisk_engine *engine, char *buf, size_t cap, size_t *needed);
 /* Threads the engine computes with (the calling thread included). */
 BRISK_API uint32_t brisk_engine_n_threads(const brisk_engine *engine);
