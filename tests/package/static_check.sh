@@ -1,12 +1,13 @@
 #!/bin/sh
-# static_check.sh SOURCE_DIR LIBDIR VERSION SOVERSION
+# static_check.sh [SOURCE_DIR]
 # Configures and builds brisk with BRISK_STATIC=ON in a temporary directory
 # (libbrisk and the CLI only; ccache makes the engine's objects cheap when
 # the main build has them), then runs install_check.sh in static mode: the
 # C programs link libbrisk.a through find_package(brisk) (find_dependency of
 # its private dependencies) and through pkg-config --static.
+# Not run by ctest: it configures and builds the library a second time.
 set -eu
-src=$1
+src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/brisk-static-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 launcher=
@@ -15,4 +16,5 @@ command -v ccache > /dev/null && launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache -D
 cmake -S "$src" -B "$tmp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRISK_STATIC=ON -DBRISK_BUILD_TESTS=OFF \
   $launcher > "$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/build" --target brisk brisk_cli -j2 > "$tmp/build.log" 2>&1 || { tail -50 "$tmp/build.log"; exit 1; }
-sh "$src/tests/package/install_check.sh" "$tmp/build" "$src" "$2" "$3" "$4" static
+version=$(sed -n 's/^Version: //p' "$tmp/build/capi/brisk.pc")
+sh "$src/tests/package/install_check.sh" "$tmp/build" "$src" lib "$version" "${version%%.*}" static
