@@ -94,6 +94,7 @@ brisk_status brisk_engine_create(const brisk_model* m, const brisk_engine_option
     if (o.cache_type_k != BRISK_TYPE_AUTO) eo.k_type = static_cast<brisk::TensorType>(o.cache_type_k);
     if (o.cache_type_v != BRISK_TYPE_AUTO) eo.v_type = static_cast<brisk::TensorType>(o.cache_type_v);
     eo.pin_threads = o.no_pin == 0;
+    eo.pin_caller = o.pin_caller != 0;
     eo.cpu_list = parse_cpu_list(o.cpu_list);
     h->options.cpu_list = nullptr;  // not kept: the caller's string may go away
     eo.abort = call_abort;

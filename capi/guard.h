@@ -6,6 +6,7 @@
 #include <string>
 
 #include "brisk/brisk.h"
+#include "brisk/brisk_experimental.h"
 #include "core/error.h"
 
 namespace brisk::capi {

@@ -40,6 +40,11 @@ struct brisk_sampler {
 };
 
 namespace brisk::capi {
+// A newer program's struct is larger than ours: its extra fields are fine
+// while they hold their defaults (zero), and refused otherwise, since this
+// library would silently ignore what they ask for.
+void check_unknown_tail(const void* given, size_t given_size, size_t known_size);
+
 // Copies the caller's options over the defaults, honouring struct_size so an
 // older caller's smaller struct works with a newer library.
 template <class T, class Init>
@@ -50,6 +55,7 @@ T merge_options(const T* given, Init init) {
     size_t n = given->struct_size < sizeof(T) ? given->struct_size : sizeof(T);
     if (n < sizeof(uint32_t))
       fail(BRISK_ERR_INVALID_ARGUMENT, "options struct_size is too small; call the *_options_init function first");
+    if (given->struct_size > sizeof(T)) check_unknown_tail(given, given->struct_size, sizeof(T));
     std::memcpy(&o, given, n);
     o.struct_size = sizeof(T);
   }

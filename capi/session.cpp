@@ -47,6 +47,7 @@ brisk_status brisk_session_create(const brisk_model* m, const brisk_session_opti
     if (o.cache_type_k != BRISK_TYPE_AUTO) so.k_type = static_cast<brisk::TensorType>(o.cache_type_k);
     if (o.cache_type_v != BRISK_TYPE_AUTO) so.v_type = static_cast<brisk::TensorType>(o.cache_type_v);
     so.pin_threads = o.no_pin == 0;
+    so.pin_caller = o.pin_caller != 0;
     so.abort = call_abort;
     so.abort_ctx = &h->options;
     h->session = std::make_unique<brisk::Session>(*m->model, so);

@@ -3,6 +3,14 @@
 
 #include "guard.h"
 
+// brisk.h's macros must say what CMakeLists.txt says (the one version source;
+// capi/CMakeLists.txt passes these in).
+static_assert(BRISK_VERSION_MAJOR == BRISK_CMAKE_VERSION_MAJOR && BRISK_VERSION_MINOR == BRISK_CMAKE_VERSION_MINOR &&
+                  BRISK_VERSION_PATCH == BRISK_CMAKE_VERSION_PATCH,
+              "brisk.h's BRISK_VERSION_* differ from project(VERSION) in CMakeLists.txt");
+static_assert(BRISK_ABI_VERSION_MAJOR == BRISK_CMAKE_ABI_MAJOR && BRISK_ABI_VERSION_MINOR == BRISK_CMAKE_ABI_MINOR,
+              "brisk.h's BRISK_ABI_VERSION_* differ from BRISK_ABI_MAJOR/MINOR in CMakeLists.txt");
+
 namespace brisk::capi {
 namespace {
 thread_local std::string t_last_error;
@@ -10,6 +18,18 @@ thread_local std::string t_last_error;
 const char* t_last_error_c_str() { return t_last_error.c_str(); }
 void set_last_error(const std::string& msg) { t_last_error = msg; }
 void clear_last_error() { t_last_error.clear(); }
+
+void check_unknown_tail(const void* given, size_t given_size, size_t known_size) {
+  const unsigned char* p = static_cast<const unsigned char*>(given);
+  for (size_t i = known_size; i < given_size; ++i) {
+    if (p[i] != 0)
+      fail(BRISK_ERR_UNSUPPORTED,
+           "options struct_size " + std::to_string(given_size) + " is larger than the " + std::to_string(known_size) +
+               " bytes libbrisk " BRISK_VERSION_STRING " (ABI " + std::to_string(BRISK_ABI_VERSION_MAJOR) + "." +
+               std::to_string(BRISK_ABI_VERSION_MINOR) + ") knows, and byte " + std::to_string(i) +
+               " of the fields it does not know is set: the program needs a newer libbrisk");
+  }
+}
 }  // namespace brisk::capi
 
 extern "C" {

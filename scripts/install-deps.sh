@@ -10,6 +10,7 @@ PKGS=(
   clang libclang-rt-14-dev
   golang-go cargo rustc
   libcpp-httplib-dev nginx
+  abigail-tools
 )
 
 missing=()

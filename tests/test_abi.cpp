@@ -1,10 +1,12 @@
 // Option structs grow at the end: a caller built against an older, smaller
 // struct must get only the bytes it has, and the library must read only those.
 #include <brisk/brisk.h>
+#include <sched.h>
 
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "test_data.h"
 
@@ -33,5 +35,139 @@ TEST_CASE("abi: the library reads only struct_size bytes of options", "[abi]") {
   int32_t bos = brisk_model_token_bos(m);
   CHECK(brisk_session_eval(s, &bos, 1) == BRISK_OK);
   brisk_session_free(s);
+  brisk_model_close(m);
+}
+
+namespace {
+
+// A tiny synthetic model, so these tests need no data files.
+brisk_model* open_tiny() {
+  brisk_synthesize_options so;
+  brisk_synthesize_options_init(&so);
+  so.shape = "tiny";
+  brisk_model* m = nullptr;
+  REQUIRE(brisk_model_open_synthetic(&so, nullptr, &m) == BRISK_OK);
+  return m;
+}
+
+// A struct as a newer header would declare it: ours plus fields we lack.
+template <class T>
+struct Newer {
+  T known;
+  uint64_t unknown[2];
+};
+
+}  // namespace
+
+TEST_CASE("abi: a newer program's larger struct is accepted while its unknown tail is zero", "[abi]") {
+  brisk_model* m = open_tiny();
+  Newer<brisk_session_options> o;
+  std::memset(&o, 0, sizeof o);
+  brisk_session_options_init(&o.known);
+  o.known.struct_size = sizeof o;  // what the newer program's init would say
+  o.known.n_threads = 1;
+  o.known.n_ctx = 32;
+  brisk_session* s = nullptr;
+  CHECK(brisk_session_create(m, &o.known, &s) == BRISK_OK);
+  brisk_session_free(s);
+
+  // A field the library does not know, set: refused, naming the library.
+  o.unknown[1] = 1;
+  s = nullptr;
+  CHECK(brisk_session_create(m, &o.known, &s) == BRISK_ERR_UNSUPPORTED);
+  CHECK(s == nullptr);
+  const std::string err = brisk_last_error();
+  INFO(err);
+  CHECK(err.find("libbrisk " + std::string(brisk_version())) != std::string::npos);
+  CHECK(err.find("newer libbrisk") != std::string::npos);
+
+  // The same rule for another struct, through brisk_sampler_create.
+  Newer<brisk_sampler_options> so;
+  std::memset(&so, 0, sizeof so);
+  brisk_sampler_options_init(&so.known);
+  so.known.struct_size = sizeof so;
+  brisk_sampler* sampler = nullptr;
+  CHECK(brisk_sampler_create(&so.known, &sampler) == BRISK_OK);
+  brisk_sampler_free(sampler);
+  so.unknown[0] = 0x100;
+  sampler = nullptr;
+  CHECK(brisk_sampler_create(&so.known, &sampler) == BRISK_ERR_UNSUPPORTED);
+  CHECK(sampler == nullptr);
+  brisk_model_close(m);
+}
+
+TEST_CASE("abi: header, library and CMake agree on the version", "[abi]") {
+  CHECK(brisk_abi_version() == ((uint32_t{BRISK_ABI_VERSION_MAJOR} << 16) | BRISK_ABI_VERSION_MINOR));
+  const std::string v = std::to_string(BRISK_VERSION_MAJOR) + "." + std::to_string(BRISK_VERSION_MINOR) + "." +
+                        std::to_string(BRISK_VERSION_PATCH);
+  CHECK(std::string(brisk_version()) == v);
+}
+
+TEST_CASE("abi: type names round-trip and match the tools' spelling", "[abi]") {
+  const struct {
+    brisk_type type;
+    const char* name;
+  } expected[] = {{BRISK_TYPE_AUTO, "auto"}, {BRISK_TYPE_F32, "f32"},   {BRISK_TYPE_F16, "f16"},
+                  {BRISK_TYPE_BF16, "bf16"}, {BRISK_TYPE_Q8_0, "q8_0"}, {BRISK_TYPE_Q4_0, "q4_0"},
+                  {BRISK_TYPE_Q4_1, "q4_1"}, {BRISK_TYPE_Q4_K, "q4_k"}, {BRISK_TYPE_Q5_K, "q5_k"},
+                  {BRISK_TYPE_Q6_K, "q6_k"}};
+  for (const auto& e : expected) {
+    INFO(e.name);
+    REQUIRE(brisk_type_name(e.type) != nullptr);
+    CHECK(std::string(brisk_type_name(e.type)) == e.name);
+    brisk_type t = BRISK_TYPE_F32;
+    CHECK(brisk_type_from_name(e.name, &t) == BRISK_OK);
+    CHECK(t == e.type);
+  }
+  brisk_type t = BRISK_TYPE_F32;
+  CHECK(brisk_type_from_name("Q4_K", &t) == BRISK_OK);
+  CHECK(t == BRISK_TYPE_Q4_K);
+  CHECK(brisk_type_name(static_cast<brisk_type>(6)) == nullptr);  // q5_0: a GGUF type, not a brisk_type
+  CHECK(brisk_type_name(static_cast<brisk_type>(1000)) == nullptr);
+  CHECK(brisk_type_from_name("q5_0", &t) == BRISK_ERR_NOT_FOUND);
+  CHECK(std::string(brisk_last_error()).find("q4_k") != std::string::npos);
+  CHECK(brisk_type_from_name(nullptr, &t) == BRISK_ERR_INVALID_ARGUMENT);
+  CHECK(brisk_type_from_name("f16", nullptr) == BRISK_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("abi: the library leaves the calling thread's CPU mask alone unless asked", "[abi]") {
+  cpu_set_t before, during, after;
+  REQUIRE(sched_getaffinity(0, sizeof before, &before) == 0);
+  brisk_model* m = open_tiny();
+  {
+    brisk_engine_options o;
+    brisk_engine_options_init(&o);
+    CHECK(o.pin_caller == 0);
+    o.n_threads = 2;
+    o.n_seq_max = 1;
+    o.n_ctx = 32;
+    brisk_engine* e = nullptr;
+    REQUIRE(brisk_engine_create(m, &o, &e) == BRISK_OK);
+    REQUIRE(sched_getaffinity(0, sizeof during, &during) == 0);
+    CHECK(CPU_EQUAL(&before, &during));
+    brisk_engine_free(e);
+
+    o.pin_caller = 1;
+    REQUIRE(brisk_engine_create(m, &o, &e) == BRISK_OK);
+    REQUIRE(sched_getaffinity(0, sizeof during, &during) == 0);
+    CHECK(CPU_COUNT(&during) == 1);
+    brisk_engine_free(e);
+  }
+  {
+    brisk_session_options o;
+    brisk_session_options_init(&o);
+    CHECK(o.pin_caller == 0);
+    o.n_threads = 1;
+    o.n_ctx = 32;
+    brisk_session* s = nullptr;
+    REQUIRE(brisk_session_create(m, &o, &s) == BRISK_OK);
+    int32_t bos = brisk_model_token_bos(m);
+    CHECK(brisk_session_eval(s, &bos, 1) == BRISK_OK);
+    REQUIRE(sched_getaffinity(0, sizeof during, &during) == 0);
+    CHECK(CPU_EQUAL(&before, &during));
+    brisk_session_free(s);
+  }
+  REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
+  CHECK(CPU_EQUAL(&before, &after));
   brisk_model_close(m);
 }

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "brisk/brisk.h"
+#include "brisk/brisk_experimental.h"
 #include "calibration/calibrated.h"
 #include "calibration/sensitivity.h"
 #include "calibration/stats.h"

@@ -1,5 +1,6 @@
 // The engine: sequences decoded together give exactly what they give alone.
 #include <brisk/brisk.h>
+#include <brisk/brisk_experimental.h>
 
 #include <catch2/catch.hpp>
 #include <string>

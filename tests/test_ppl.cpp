@@ -7,6 +7,7 @@
 #include <string>
 
 #include "brisk/brisk.h"
+#include "brisk/brisk_experimental.h"
 #include "calibration/ppl.h"
 #include "model/model.h"
 #include "test_data.h"

@@ -237,6 +237,7 @@ TEST_CASE("describe() tells the thread count and the pinning", "[threads]") {
   {
     ThreadPoolOptions o;
     o.n_threads = 1;
+    o.pin_caller = true;
     ThreadPool pool(o);
     INFO(pool.describe());
     CHECK(pool.describe().rfind("1 thread, pinned to cores ", 0) == 0);
@@ -265,6 +266,7 @@ TEST_CASE("describe() tells the thread count and the pinning", "[threads]") {
     ThreadPoolOptions o;
     o.n_threads = 3;
     o.cpu_list = {cpu};
+    o.pin_caller = true;
     ThreadPool pool(o);
     const std::string c = std::to_string(cpu);
     CHECK(pool.describe() == "3 threads, pinned to cpus " + c + "," + c + "," + c);
@@ -281,11 +283,42 @@ TEST_CASE("describe() tells the thread count and the pinning", "[threads]") {
   }
 }
 
+TEST_CASE("the calling thread is pinned only when asked, and given back", "[threads]") {
+  AffinityGuard guard;
+  cpu_set_t before, during, after;
+  REQUIRE(sched_getaffinity(0, sizeof(before), &before) == 0);
+  const int cpu = brisk::cpu_topology().cores.front().cpus.front();
+  {
+    ThreadPoolOptions o;  // pin = true: the workers are pinned, the caller is not
+    o.n_threads = 2;
+    o.cpu_list = {cpu};
+    ThreadPool pool(o);
+    INFO(pool.describe());
+    CHECK(pool.describe() == "2 threads, pinned to cpus " + std::to_string(cpu) + "; calling thread not pinned");
+    REQUIRE(sched_getaffinity(0, sizeof(during), &during) == 0);
+    CHECK(CPU_EQUAL(&before, &during));
+    check_exactly_once(pool, 100);
+  }
+  {
+    ThreadPoolOptions o;
+    o.n_threads = 2;
+    o.cpu_list = {cpu};
+    o.pin_caller = true;
+    ThreadPool pool(o);
+    REQUIRE(sched_getaffinity(0, sizeof(during), &during) == 0);
+    CHECK(CPU_COUNT(&during) == 1);
+    CHECK(CPU_ISSET(cpu, &during));
+  }
+  REQUIRE(sched_getaffinity(0, sizeof(after), &after) == 0);
+  CHECK(CPU_EQUAL(&before, &after));
+}
+
 TEST_CASE("pinning the caller does not shrink later pools", "[threads]") {
   AffinityGuard guard;
   const int cores = brisk::physical_core_count();
   {
     ThreadPoolOptions o;
+    o.pin_caller = true;
     ThreadPool pool(o);  // pins this thread to the first core
   }
   CHECK(brisk::physical_core_count() == cores);

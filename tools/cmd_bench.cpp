@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "brisk/brisk.h"
+#include "brisk/brisk_experimental.h"
 #include "commands.h"
 #include "common.h"
 #include "progress.h"
@@ -381,6 +382,7 @@ int cmd_bench(int argc, char** argv) {
     eo.cache_type_k = c.cache.k;
     eo.cache_type_v = c.cache.v;
     eo.no_pin = args.count("no-pin") ? 1 : 0;
+    eo.pin_caller = !eo.no_pin;  // the CLI's own main thread: pinning it is ours to decide
     eo.cpu_list = cpu_list.empty() ? nullptr : cpu_list.c_str();
     if ((st = brisk_engine_create(model, &eo, &c.engine)) != BRISK_OK) {
       rc = report("bench", st);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "brisk/brisk.h"
+#include "brisk/brisk_experimental.h"
 #include "commands.h"
 #include "common.h"
 #include "progress.h"

@@ -133,6 +133,7 @@ int cmd_run(int argc, char** argv) {
   so.cache_type_k = cache_k;
   so.cache_type_v = cache_v;
   so.no_pin = args.count("no-pin") ? 1 : 0;
+  so.pin_caller = !so.no_pin;  // the CLI's own main thread: pinning it is ours to decide
   brisk_sampler_options sp;
   brisk_sampler_options_init(&sp);
   sp.temperature = args["temp"].as<float>();

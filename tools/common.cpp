@@ -11,36 +11,17 @@
 
 namespace brisk::tools {
 
+// The library's names ("q4_0", "auto"), so the CLI spells types as brisk.h does.
 bool parse_type(const std::string& name, int32_t* out) {
-  static const struct {
-    const char* name;
-    brisk_type type;
-  } kTypes[] = {{"auto", BRISK_TYPE_AUTO}, {"f32", BRISK_TYPE_F32},   {"f16", BRISK_TYPE_F16},
-                {"bf16", BRISK_TYPE_BF16}, {"q8_0", BRISK_TYPE_Q8_0}, {"q4_0", BRISK_TYPE_Q4_0},
-                {"q4_1", BRISK_TYPE_Q4_1}, {"q4_k", BRISK_TYPE_Q4_K}, {"q5_k", BRISK_TYPE_Q5_K},
-                {"q6_k", BRISK_TYPE_Q6_K}};
-  for (const auto& t : kTypes) {
-    if (name == t.name) {
-      *out = t.type;
-      return true;
-    }
-  }
-  return false;
+  brisk_type t;
+  if (brisk_type_from_name(name.c_str(), &t) != BRISK_OK) return false;
+  *out = t;
+  return true;
 }
 
 const char* type_name(int32_t type) {
-  switch (type) {
-    case BRISK_TYPE_F32: return "f32";
-    case BRISK_TYPE_F16: return "f16";
-    case BRISK_TYPE_BF16: return "bf16";
-    case BRISK_TYPE_Q8_0: return "q8_0";
-    case BRISK_TYPE_Q4_0: return "q4_0";
-    case BRISK_TYPE_Q4_1: return "q4_1";
-    case BRISK_TYPE_Q4_K: return "q4_k";
-    case BRISK_TYPE_Q5_K: return "q5_k";
-    case BRISK_TYPE_Q6_K: return "q6_k";
-    default: return "?";
-  }
+  const char* name = brisk_type_name(static_cast<brisk_type>(type));
+  return name ? name : "?";
 }
 
 bool parse_size(const std::string& text, uint64_t* out) {

@@ -26,6 +26,14 @@
  *    as U+FFFD); brisk_detokenize and brisk_token_to_piece give raw bytes.
  *  - No global mutable state: callbacks are per handle with a user_data pointer.
  *  - Enums only grow; calls are deprecated, never renamed.
+ *  - A struct_size larger than the library's struct (a program built
+ *    against a newer header) is accepted when the fields the library does
+ *    not know are all zero (their defaults); otherwise the call fails with
+ *    BRISK_ERR_UNSUPPORTED naming the library's version.
+ *  - This header is the stable API. Calls that may still change live in
+ *    brisk/brisk_experimental.h, under a weaker promise stated there.
+ *  - The library never pins the calling thread to a CPU unless an option
+ *    asks for it (pin_caller); its own worker threads are pinned by default.
  *
  * Thread safety:
  *  - brisk_model: immutable after brisk_model_open(); every function taking a
@@ -51,14 +59,17 @@ extern "C" {
 #endif
 
 /* ---- versions --------------------------------------------------------- */
+/* These equal the project version and ABI of CMakeLists.txt (checked when
+ * the library is built). */
 #define BRISK_VERSION_MAJOR 0
-#define BRISK_VERSION_MINOR 1
+#define BRISK_VERSION_MINOR 4
 #define BRISK_VERSION_PATCH 0
-/* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>). */
+/* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>);
+ * functions added in ABI minor N carry the symbol version BRISK_<major>.N. */
 #define BRISK_ABI_VERSION_MAJOR 0
-#define BRISK_ABI_VERSION_MINOR 3
+#define BRISK_ABI_VERSION_MINOR 4
 
-/* "0.1.0": the library actually loaded, which may be newer than the header. */
+/* "0.4.0": the library actually loaded, which may be newer than the header. */
 BRISK_API const char *brisk_version(void);
 /* (major << 16) | minor of the loaded library's ABI. */
 BRISK_API uint32_t brisk_abi_version(void);
@@ -99,6 +110,14 @@ typedef enum brisk_type {
   BRISK_TYPE_Q6_K = 14,
   BRISK_TYPE_BF16 = 30
 } brisk_type;
+
+/* The lower-case name of a type as the tools spell it ("q4_0", "f16",
+ * "auto"), or NULL for a value that is not a brisk_type. Added in ABI 0.4. */
+BRISK_API const char *brisk_type_name(brisk_type type);
+/* The type named `name` (as brisk_type_name gives it, in any case).
+ * BRISK_ERR_NOT_FOUND for an unknown name, with the known ones in
+ * brisk_last_error(). Added in ABI 0.4. */
+BRISK_API brisk_status brisk_type_from_name(const char *name, brisk_type *out_type);
 
 /* ---- callbacks -------------------------------------------------------- */
 typedef enum brisk_log_level {
@@ -252,6 +271,11 @@ typedef struct brisk_session_options {
   int32_t cache_type_v;
   /* Non-zero: do not pin worker threads to cores. Default 0. */
   int32_t no_pin;
+  /* Non-zero (and no_pin 0): also pin the calling thread, which computes
+   * as thread 0, to the first core, while the session exists; its CPU mask
+   * is given back when the session is freed on that thread. Default 0: the
+   * caller's thread is left as it is. Added in ABI 0.4. */
+  int32_t pin_caller;
 } brisk_session_options;
 
 BRISK_API void brisk_session_options_init_sized(brisk_session_options *options, size_t size);
@@ -371,6 +395,10 @@ typedef struct brisk_engine_options {
    * available. Creation fails with BRISK_ERR_OUT_OF_MEMORY and a message
    * giving the numbers and the largest parallel/context that would fit. */
   uint64_t memory_budget;
+  /* Non-zero (and no_pin 0): also pin the calling thread, which computes
+   * as thread 0, to the first core or cpu_list[0], while the engine exists.
+   * Default 0: the caller's thread is left as it is. Added in ABI 0.4. */
+  int32_t pin_caller;
 } brisk_engine_options;
 
 typedef enum brisk_sequence_state {
@@ -386,7 +414,7 @@ BRISK_API brisk_status brisk_engine_create(const brisk_model *model, const brisk
                                            brisk_engine **out_engine);
 /* Frees the engine and every sequence still attached to it. */
 BRISK_API void brisk_engine_free(brisk_engine *engine);
-/* "2 threads, pinned to cores 0,1 (cpus 0,1); 8 slots x 2048 tokens; KV f16/f16 (...)" */
+/* "2 threads, pinned to cores 1 (cpus 1); calling thread not pinned; 8 slots x 2048 tokens; KV f16/f16 (...)" */
 BRISK_API brisk_status brisk_engine_describe(const brisk_engine *engine, char *buf, size_t cap, size_t *needed);
 /* Threads the engine computes with (the calling thread included). */
 BRISK_API uint32_t brisk_engine_n_threads(const brisk_engine *engine);
@@ -398,19 +426,7 @@ BRISK_API uint32_t brisk_physical_cores(void);
 /* One forward pass over all ready work; *n_active (may be NULL) receives the
  * number of sequences that still have work. */
 BRISK_API brisk_status brisk_engine_step(brisk_engine *engine, uint32_t *n_active);
-/* The memory read bandwidth the engine's threads reach, the ceiling for
- * decoding (which reads every weight once per step: a model of
- * brisk_model_file_size() bytes decodes at most gb_per_s * 1e9 / size steps
- * per second). Each pass streams a fresh buffer of `bytes` (0: 512 MiB; it
- * should be far larger than the last-level cache), split across the
- * threads, in each of a few read patterns; the fastest pattern's median
- * over `passes` (0: 8) goes to *out_median_gb_per_s,
- * the extremes to *out_min / *out_max (either may be NULL), in 1e9 bytes/s.
- * The buffer is released before the call returns. Like brisk_engine_step,
- * one thread at a time per engine. Added in ABI 0.3. */
-BRISK_API brisk_status brisk_engine_read_bandwidth(brisk_engine *engine, uint64_t bytes, uint32_t passes,
-                                                   double *out_median_gb_per_s, double *out_min_gb_per_s,
-                                                   double *out_max_gb_per_s);
+/* brisk_engine_read_bandwidth: see brisk/brisk_experimental.h. */
 
 /* A new, empty sequence in a free slot (BRISK_ERR_OUT_OF_MEMORY if none). */
 BRISK_API brisk_status brisk_sequence_create(brisk_engine *engine, brisk_sequence **out_sequence);
@@ -715,15 +731,7 @@ BRISK_API void brisk_ppl_options_init_sized(brisk_ppl_options *options, size_t s
 BRISK_API brisk_status brisk_perplexity(const brisk_model *model, const brisk_model *base_model,
                                         const char *text, size_t len, const brisk_ppl_options *options,
                                         brisk_ppl_result **out_result);
-/* A figure by name: "ppl", "ppl_error", "mean_nll", "mean_nll_error", "chunks",
- * "scored_tokens", "text_tokens"; with a base: "base_ppl", "base_ppl_error",
- * "kld_mean", "kld_error", "kld_median", "kld_p99", "kld_p99.9", "kld_max",
- * "same_top_pct", "same_top_error", "delta_ppl", "delta_ppl_error",
- * "ln_ppl_ratio", "ln_ppl_ratio_error". BRISK_ERR_NOT_FOUND otherwise. */
-BRISK_API brisk_status brisk_ppl_result_value(const brisk_ppl_result *result, const char *key, double *out_value);
-/* The whole result as a JSON object (documented in docs/calibration.md). */
-BRISK_API brisk_status brisk_ppl_result_json(const brisk_ppl_result *result, char *buf, size_t cap,
-                                             size_t *needed);
+/* Reading the result: brisk_ppl_result_value/_json in brisk/brisk_experimental.h. */
 BRISK_API void brisk_ppl_result_free(brisk_ppl_result *result);
 
 /* ---- comparing two models' greedy outputs ------------------------------ */
@@ -747,13 +755,7 @@ BRISK_API void brisk_compare_options_init_sized(brisk_compare_options *options, 
 BRISK_API brisk_status brisk_compare(const brisk_model *model_a, const brisk_model *model_b,
                                      const char *const *prompts, size_t n_prompts,
                                      const brisk_compare_options *options, brisk_compare_result **out_result);
-/* "prompts", "identical_pct", "diverging", "mean_first_divergence_token". */
-BRISK_API brisk_status brisk_compare_result_value(const brisk_compare_result *result, const char *key,
-                                                  double *out_value);
-/* Per prompt: identical, first divergence (tokens and characters), both
- * texts and token ids; plus the totals. */
-BRISK_API brisk_status brisk_compare_result_json(const brisk_compare_result *result, char *buf, size_t cap,
-                                                 size_t *needed);
+/* Reading the result: brisk_compare_result_value/_json in brisk/brisk_experimental.h. */
 BRISK_API void brisk_compare_result_free(brisk_compare_result *result);
 
 /* ==== end of the calib section ======================================== */

@@ -46,6 +46,7 @@ ThreadPoolOptions pool_options(const EngineOptions& o) {
   ThreadPoolOptions p;
   p.n_threads = o.n_threads;
   p.pin = o.pin_threads;
+  p.pin_caller = o.pin_caller;
   p.cpu_list = o.cpu_list;
   return p;
 }

@@ -35,6 +35,7 @@ struct EngineOptions {
   int n_batch = 512;    // most tokens in one step
   std::optional<TensorType> k_type, v_type;  // unset: see default_cache_type()
   bool pin_threads = true;
+  bool pin_caller = false;  // also pin the constructing thread (thread 0)
   std::vector<int> cpu_list;
   AbortCheck abort = nullptr;
   void* abort_ctx = nullptr;

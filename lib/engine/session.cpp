@@ -13,6 +13,7 @@ ThreadPoolOptions pool_options(const SessionOptions& o) {
   ThreadPoolOptions p;
   p.n_threads = o.n_threads;
   p.pin = o.pin_threads;
+  p.pin_caller = o.pin_caller;
   return p;
 }
 

@@ -26,6 +26,7 @@ struct SessionOptions {
   // computes exactly what the float reference does), F16 otherwise.
   std::optional<TensorType> k_type, v_type;
   bool pin_threads = true;
+  bool pin_caller = false;  // also pin the constructing thread (thread 0)
   AbortCheck abort = nullptr;
   void* abort_ctx = nullptr;
 };

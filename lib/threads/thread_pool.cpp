@@ -314,6 +314,10 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
     }
     if (n > static_cast<int>(topo.cores.size())) unpinned_reason = "more threads than cores";
   }
+  // The caller's thread keeps its place unless asked; workers still take
+  // cores 1.. so the caller has the first one to itself when it stays there.
+  const bool caller_left_alone = options.pin && !options.pin_caller && want_cpu[0] >= 0;
+  if (caller_left_alone) want_cpu[0] = -1;
 
   std::vector<int> cpu(n, -1);  // where each thread actually is pinned
   auto try_pin = [&](int i, pthread_t handle) {
@@ -360,7 +364,7 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
     if (cpu[i] >= 0) {
       pinned_cpus.push_back(cpu[i]);
       pinned_cores.push_back(want_core[i]);
-    } else {
+    } else if (!(i == 0 && caller_left_alone)) {
       unpinned.push_back(i);
     }
   }
@@ -378,6 +382,7 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : impl_(new Impl) {
       if (!unpinned_reason.empty()) d += " (" + unpinned_reason + ")";
     }
   }
+  if (caller_left_alone && !pinned_cpus.empty()) d += "; calling thread not pinned";
   const int nodes = cpu_topology().numa_nodes;
   if (nodes > 1) d += "; " + std::to_string(nodes) + " NUMA nodes, weights and KV interleaved";
   p.description = std::move(d);

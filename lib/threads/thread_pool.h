@@ -9,10 +9,11 @@
 //  - One thread owns the pool: it constructs it and is the only one to call
 //    run(). run() is not reentrant: a task must not call run() on its pool,
 //    and two threads must not call run() at the same time.
-//  - With pin=true the constructing thread is pinned too (it is thread 0,
-//    the first core or cpu_list[0]); its previous CPU mask is given back when
-//    the pool is destroyed on that same thread. If another thread calls
-//    run(), it is thread 0 but unpinned.
+//  - With pin=true the workers are pinned; the constructing thread (thread
+//    0, the first core or cpu_list[0]) only with pin_caller too, since it
+//    belongs to whoever called the library. Its previous CPU mask is given
+//    back when the pool is destroyed on that same thread. If another thread
+//    calls run(), it is thread 0 but unpinned.
 //  - Tasks should not throw (the engine's kernels are noexcept). If one does,
 //    no exception escapes a worker thread: the tasks not yet started are
 //    skipped, and run() rethrows the first exception on the calling thread
@@ -35,6 +36,7 @@ struct ThreadPoolOptions {
                               // threads beyond the number of cores stay unpinned
   std::vector<int> cpu_list;  // if non-empty (and pin): thread i goes to logical CPU
                               // cpu_list[i % cpu_list.size()]
+  bool pin_caller = false;    // with pin: also pin the constructing thread (thread 0)
   // A thread that cannot be pinned (CPU outside the allowed set, ...) runs
   // unpinned; describe() says so. Pinning never makes the constructor fail.
 };

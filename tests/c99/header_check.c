@@ -1,6 +1,8 @@
-/* Compiled as C99 with -Wall -Wextra -pedantic -Werror: brisk.h is plain C.
+/* Compiled as C99 with -Wall -Wextra -pedantic -Werror: brisk.h and
+ * brisk_experimental.h are plain C.
  * Running it checks the basic calls a C program makes without a model. */
 #include <brisk/brisk.h>
+#include <brisk/brisk_experimental.h>
 #include <stdio.h>
 #include <string.h>
 

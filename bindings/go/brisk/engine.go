@@ -3,6 +3,7 @@ package brisk
 /*
 #include <stdlib.h>
 #include <brisk/brisk.h>
+#include <brisk/brisk_experimental.h>
 #include "bridge.h"
 */
 import "C"

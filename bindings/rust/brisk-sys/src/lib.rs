@@ -12,10 +12,10 @@ use std::os::raw::{c_char, c_int, c_void};
 
 // ---- versions ---------------------------------------------------------------
 pub const BRISK_VERSION_MAJOR: u32 = 0;
-pub const BRISK_VERSION_MINOR: u32 = 1;
+pub const BRISK_VERSION_MINOR: u32 = 4;
 pub const BRISK_VERSION_PATCH: u32 = 0;
 pub const BRISK_ABI_VERSION_MAJOR: u32 = 0;
-pub const BRISK_ABI_VERSION_MINOR: u32 = 3;
+pub const BRISK_ABI_VERSION_MINOR: u32 = 4;
 
 // ---- status -----------------------------------------------------------------
 pub type brisk_status = c_int;
