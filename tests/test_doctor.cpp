@@ -7,6 +7,7 @@
 #include <string>
 
 #include "brisk/brisk.h"
+#include "brisk/brisk_experimental.h"
 #include "system/cgroup.h"
 #include "test_data.h"
 

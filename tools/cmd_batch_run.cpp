@@ -129,7 +129,8 @@ class Runner {
     // parallelism. With the memory plan's count, both come out of it.
     uint32_t parallel = static_cast<uint32_t>(s_.parallel), slots = 0;
     if (parallel == 0) {
-      const brisk_status st = brisk_engine_max_parallel(model_, &eo, 64, &slots);
+      eo.n_seq_max = 64;
+      const brisk_status st = brisk_engine_max_sequences(model_, &eo, &slots);
       if (st != BRISK_OK) return fail("planning memory", st);
       if (slots == 0) {
         std::fprintf(stderr, "brisk batch: error: not even one sequence fits in memory; try a smaller -c\n");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "brisk/brisk.h"
+#include "brisk/brisk_experimental.h"
 #include "commands.h"
 #include "common.h"
 

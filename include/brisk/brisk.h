@@ -768,46 +768,6 @@ BRISK_API void brisk_compare_result_free(brisk_compare_result *result);
  * tied to it. Added in ABI 0.4. */
 BRISK_API brisk_status brisk_model_identity(const brisk_model *model, char *buf, size_t cap, size_t *needed);
 
-/* The largest n_seq_max (at most `cap`; 0: 65536) that the memory plan lets
- * brisk_engine_create accept with the other options as given (n_ctx,
- * n_batch, cache types, memory_budget; options may be NULL). *out_n is 0 if
- * not even one sequence fits. Added in ABI 0.4. */
-BRISK_API brisk_status brisk_engine_max_parallel(const brisk_model *model, const brisk_engine_options *options,
-                                                 uint32_t cap, uint32_t *out_n);
-
-/* ---- system checks (`brisk doctor`) ------------------------------------
- * Added in ABI 0.4; experimental: the checks and their JSON may change. */
-typedef struct brisk_doctor_options {
-  uint32_t struct_size;
-  /* Prefix for every /proc and /sys read ("/tmp/fake" reads
-   * /tmp/fake/proc/meminfo); NULL or "": this machine. */
-  const char *root;
-  /* A model to check (memory plan, disk, read speed); NULL: none. */
-  const char *model_path;
-  uint32_t n_threads;  /* threads for the measurements; 0: brisk's default */
-  /* Seconds of sustained load in the throttling test. Default 20; 0 skips it. */
-  double load_seconds;
-  /* Non-zero (default): also measure memory bandwidth, the model's read
-   * speed and throttling, and ask the OS for AMX; 0: only read files. */
-  int32_t measure;
-  brisk_progress_fn progress_fn; /* stage "doctor", units: seconds of load; may be NULL */
-  void *progress_user_data;
-} brisk_doctor_options;
-
-typedef struct brisk_doctor_report brisk_doctor_report;
-
-BRISK_API void brisk_doctor_options_init_sized(brisk_doctor_options *options, size_t size);
-#define brisk_doctor_options_init(options) brisk_doctor_options_init_sized((options), sizeof(*(options)))
-/* Runs the checks. Added in ABI 0.4. */
-BRISK_API brisk_status brisk_doctor_run(const brisk_doctor_options *options, brisk_doctor_report **out_report);
-/* The report as JSON: {"threads": the -t brisk chooses, "checks": [{"check",
- * "status" ("ok", "warn", "fail", "info"), "value", "advice"}...], "ok",
- * "warn", "fail", "info": counts}. Added in ABI 0.4. */
-BRISK_API brisk_status brisk_doctor_report_json(const brisk_doctor_report *report, char *buf, size_t cap,
-                                                size_t *needed);
-/* Added in ABI 0.4. */
-BRISK_API void brisk_doctor_report_free(brisk_doctor_report *report);
-
 /* ---- saved state: continue a sequence in another process ---------------
  * A state file holds a context's tokens, its KV cache rows, the logits after
  * its last token and (for sessions, when given) the sampler's state, with an
