@@ -1,5 +1,7 @@
 #include "calibration/stats.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.h"
@@ -21,6 +23,18 @@ std::vector<std::string> strings(const gguf::File& f, const std::string& key) {
   if (const gguf::Value* v = f.opt_array(key, gguf::ValueType::STRING))
     for (const gguf::Value& it : v->items) out.emplace_back(it.str);
   return out;
+}
+// A decimal count from a data.* list; std::stoull would throw its own
+// exceptions (or accept "-1") on what a damaged file holds.
+uint64_t parse_count(const std::string& s, const std::string& path) {
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || v > (UINT64_MAX - 9) / 10)
+      fail(BRISK_ERR_BAD_FORMAT, "'" + path + "': '" + s + "' is not a byte or record count");
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (s.empty()) fail(BRISK_ERR_BAD_FORMAT, "'" + path + "': an empty byte or record count");
+  return v;
 }
 }  // namespace
 
@@ -126,10 +140,10 @@ Stats read_stats(const std::string& path) {
     DataSource d;
     d.path = paths[i];
     if (i < hashes.size()) d.hash = hashes[i];
-    if (i < bytes.size()) d.bytes = std::stoull(bytes[i]);
+    if (i < bytes.size()) d.bytes = parse_count(bytes[i], path);
     if (i < kinds.size()) d.jsonl = kinds[i] == "jsonl";
-    if (i < cal.size()) d.calib_bytes = std::stoull(cal[i]);
-    if (i < held.size()) d.heldout_bytes = std::stoull(held[i]);
+    if (i < cal.size()) d.calib_bytes = parse_count(cal[i], path);
+    if (i < held.size()) d.heldout_bytes = parse_count(held[i], path);
     in.sources.push_back(std::move(d));
   }
   for (const gguf::TensorInfo& t : f.tensors()) {
@@ -144,6 +158,11 @@ Stats read_stats(const std::string& path) {
     s.sum2.assign(v, v + t.ne[0]);
     float count;
     std::memcpy(&count, c->data, sizeof count);
+    // Sums of squares are finite and >= 0, counts whole and in range: other
+    // values would reach the weighted quantizers as NaN or negative weights.
+    if (!(count >= 0 && count < 1.8e19f) ||
+        std::any_of(s.sum2.begin(), s.sum2.end(), [](double x) { return !(x >= 0 && x <= 3.4e38); }))
+      fail(BRISK_ERR_BAD_FORMAT, "'" + path + "': entry '" + name + "' holds a negative, NaN or infinite value");
     s.count = static_cast<uint64_t>(count);
   }
   return st;
