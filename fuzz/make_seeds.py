@@ -318,3 +318,32 @@ if brisk:
         for t in ("bundle", "unpack"):
             put(t, "raw", b"\x01" + b)
             put(t, "framed", b"\x00" + struct.pack("<H", mlen) + b[40:])
+
+# ---- known hostile inputs whose fixes are pending (issue 28 item 3) ---------
+# Written to CORPUS_DIR/../pending/<target>/, which ctest does not replay;
+# each moves to corpus/ once its fix is merged.
+pending = os.path.join(os.path.dirname(os.path.abspath(out)), "pending")
+
+
+def put_pending(target, name, data):
+    d = os.path.join(pending, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# Statistics vectors shorter than the model's rows (read past their end by
+# the weighted quantizer, written past it by calibrate --resume).
+put_pending("calibration", "short-vectors", imatrix(True, complete=False, chunks=1,
+                                                     shapes={n: 16 for n, _ in MATRICES}))
+# A count of layers the file cannot hold: allocates before "tensor missing".
+big = [(k, 16777216) if k == "llama.block_count" else (k, v)
+       for k, v in [("general.architecture", "llama"), ("llama.context_length", 64), ("llama.embedding_length", 32),
+                    ("llama.block_count", 1), ("llama.feed_forward_length", 64), ("llama.attention.head_count", 4),
+                    ("llama.attention.head_count_kv", 2), ("llama.attention.layer_norm_rms_epsilon", 1e-5)]]
+put_pending("model_open", "block-count-huge", gguf(big + spm_small, [("token_embd.weight", [32, nv_small], 0, None)]))
+# A token id that sizes the vocabulary at a billion entries.
+put_pending("tokenizer_json", "vocab-id-huge", b'"model":{"type":"BPE","vocab":{"a":1073741822},"merges":[]}}')
+put_pending("hf_tokenizer", "vocab-id-huge", b'\0"model":{"type":"BPE","vocab":{"a":1073741822},"merges":[]}}\0a')
+# NaN logits (the sort's comparator is then not a strict weak order).
+put_pending("sampler", "nan-logits", sampler(1.0, 0, 0.9, 0.05, 1.0, 0, 7, 0, [], bytes([0, 130, 0, 140, 0, 150] * 40)))
