@@ -341,7 +341,9 @@ big = [(k, 16777216) if k == "llama.block_count" else (k, v)
        for k, v in [("general.architecture", "llama"), ("llama.context_length", 64), ("llama.embedding_length", 32),
                     ("llama.block_count", 1), ("llama.feed_forward_length", 64), ("llama.attention.head_count", 4),
                     ("llama.attention.head_count_kv", 2), ("llama.attention.layer_norm_rms_epsilon", 1e-5)]]
-put_pending("model_open", "block-count-huge", gguf(big + spm_small, [("token_embd.weight", [32, nv_small], 0, None)]))
+put_pending("model_open", "block-count-huge", gguf(big + spm_small, [("token_embd.weight", [32, nv_small], 1, None),
+                                                                    ("output_norm.weight", [32], 0, None),
+                                                                    ("output.weight", [32, nv_small], 1, None)]))
 # A token id that sizes the vocabulary at a billion entries.
 put_pending("tokenizer_json", "vocab-id-huge", b'"model":{"type":"BPE","vocab":{"a":1073741822},"merges":[]}}')
 put_pending("hf_tokenizer", "vocab-id-huge", b'\0"model":{"type":"BPE","vocab":{"a":1073741822},"merges":[]}}\0a')
