@@ -347,5 +347,6 @@ put_pending("model_open", "block-count-huge", gguf(big + spm_small, [("token_emb
 # A token id that sizes the vocabulary at a billion entries.
 put_pending("tokenizer_json", "vocab-id-huge", b'"model":{"type":"BPE","vocab":{"a":1073741822},"merges":[]}}')
 put_pending("hf_tokenizer", "vocab-id-huge", b'\0"model":{"type":"BPE","vocab":{"a":1073741822},"merges":[]}}\0a')
-# NaN logits (the sort's comparator is then not a strict weak order).
-put_pending("sampler", "nan-logits", sampler(1.0, 0, 0.9, 0.05, 1.0, 0, 7, 0, [], bytes([0, 130, 0, 140, 0, 150] * 40)))
+# NaN logits (the sort's comparator is then not a strict weak order): no
+# crash seen, so replayed with the corpus.
+put("sampler", "nan-logits", sampler(1.0, 0, 0.9, 0.05, 1.0, 0, 7, 0, [], bytes([0, 130, 0, 140, 0, 150] * 40)))
