@@ -1,6 +1,8 @@
 #include "calibration/stats.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.h"

@@ -128,6 +128,10 @@ void write_model(gguf::Writer& w, const std::vector<PlannedTensor>& plan, Tensor
                                std::copy(in, in + in_rb, o);
                              } else {
                                quant::dequantize_row(t.src_type, in, row.data(), cols);
+                               if (type_traits(t.type).block_size > 1 && quant::first_non_finite(row.data(), cols) >= 0)
+                                 fail(BRISK_ERR_BAD_FORMAT, "tensor '" + t.name + "' row " + std::to_string(sr) +
+                                                                " holds a NaN or infinite value: it cannot be stored as " +
+                                                                type_name(t.type));
                                quant::quantize_row(t.type, row.data(), o, cols);
                              }
                            }

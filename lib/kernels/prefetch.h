@@ -12,6 +12,10 @@ namespace brisk::kernels {
 
 constexpr size_t kPageBytes = 4096;
 
+// The hint's type: GCC's enum _mm_hint, clang's plain int (its _MM_HINT_*
+// are int macros), so the templates below compile with both.
+using PrefetchHint = decltype(_MM_HINT_T0);
+
 // How far beyond each prefetched range its pages are touched.
 //
 // Why touch pages at all: a weight stream that its prefetches keep ahead of
@@ -58,7 +62,7 @@ static inline void touch_pages_ahead(const uint8_t* p, size_t bytes) {
 // against 61-64; one build, variants in turns, 3 rounds), Q4_K and Q6_K
 // 5-10% slower in L2. The loop seems to pace the prefetches so that they
 // do not crowd out the demand loads.
-template <int Bytes, _mm_hint Hint = _MM_HINT_T0>
+template <int Bytes, PrefetchHint Hint = _MM_HINT_T0>
 static inline void prefetch_bytes(const uint8_t* p) {
   for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
   if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), Hint);
@@ -70,7 +74,7 @@ static inline void prefetch_bytes(const uint8_t* p) {
 // by side, do not touch pages: there the same touches measured from +5% to
 // -45% (Q8_0, 8 and 16 sequences), so only C == 1 gets them (except Q4_K's,
 // see Q4KTile::run_one).
-template <int Bytes, _mm_hint Hint = _MM_HINT_T0>
+template <int Bytes, PrefetchHint Hint = _MM_HINT_T0>
 static inline void prefetch_stream_bytes(const uint8_t* p) {
   prefetch_bytes<Bytes, Hint>(p);
   touch_pages_ahead(p, Bytes);
@@ -78,7 +82,7 @@ static inline void prefetch_stream_bytes(const uint8_t* p) {
 
 // The weight prefetch of a C-column tile that reads one stream: page touches
 // for decode only (see prefetch_stream_bytes).
-template <int C, int Bytes, _mm_hint Hint = _MM_HINT_T0>
+template <int C, int Bytes, PrefetchHint Hint = _MM_HINT_T0>
 static inline void prefetch_weights(const uint8_t* p) {
   if constexpr (C == 1)
     prefetch_stream_bytes<Bytes, Hint>(p);

@@ -1,6 +1,7 @@
 // Type dispatch for quant.h, plus the element-wise float formats.
 #include "quant/quant.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -43,6 +44,12 @@ void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
     case TensorType::Q8_K: return dequantize_q8_k(static_cast<const BlockQ8_K*>(src), dst, n);
     default: unsupported("dequantize_row", type);
   }
+}
+
+int64_t first_non_finite(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return i;
+  return -1;
 }
 
 size_t quantize_row(TensorType type, const float* src, void* dst, int64_t n,

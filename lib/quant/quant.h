@@ -25,4 +25,9 @@ size_t quantize_row(TensorType type, const float* src, void* dst, int64_t n,
 // True if quantize_row can produce `type` (the weight formats brisk writes).
 bool can_quantize(TensorType type);
 
+// Index of the first NaN or infinite value of x[0..n), -1 if none. The block
+// quantizers turn such a value into an undefined float-to-int conversion, so
+// weights read from a file are checked before they are quantized.
+int64_t first_non_finite(const float* x, int64_t n);
+
 }  // namespace brisk::quant

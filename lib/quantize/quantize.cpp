@@ -80,6 +80,10 @@ std::vector<TensorPlan> plan_for(const gguf::File& in, const QuantizeOptions& o)
 void quantize_rows(TensorType type, const float* src, uint8_t* dst, int64_t n_rows, int64_t cols,
                    const float* importance, ThreadPool* pool) {
   const size_t rb = row_bytes(type, cols);
+  if (type_traits(type).block_size > 1)
+    if (const int64_t bad = quant::first_non_finite(src, n_rows * cols); bad >= 0)
+      fail(BRISK_ERR_BAD_FORMAT, "row " + std::to_string(bad / cols) + " holds a NaN or infinite value: it cannot be "
+                                 "quantized to " + type_name(type));
   // Tasks of whole rows: each row's bytes depend on that row alone, so the
   // split (and the thread count) cannot change the result.
   const int64_t rows_per_task = std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1));
@@ -149,6 +153,10 @@ QuantizeResult quantize_model(const std::string& in_path, const std::string& out
       auto it = o.importance->find(tp.name);
       if (it != o.importance->end()) imp = it->second.data();
     }
+    if (type_traits(tp.type).block_size > 1)
+      if (const int64_t bad = quant::first_non_finite(x, rows * cols); bad >= 0)
+        fail(BRISK_ERR_BAD_FORMAT, "tensor '" + tp.name + "' row " + std::to_string(bad / cols) +
+                                       " holds a NaN or infinite value: it cannot be quantized");
     quantize_rows(tp.type, x, out.data(), rows, cols, imp, &pool);
     sink(out.data(), out.size());
   }, manifest_tool(), [&] { return bundle::hash_bytes(in.file_data(), in.file_size()); });
