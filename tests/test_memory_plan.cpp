@@ -179,7 +179,7 @@ TEST_CASE("memory plan: every buffer counted; 0 threads is the real count; refus
     brisk_engine* e = nullptr;
     CHECK(brisk_engine_create(handle, &eo, &e) == BRISK_ERR_OUT_OF_MEMORY);
     const std::string msg = brisk_last_error();
-    CHECK(msg.find("64 sequences x 1048576 tokens") != std::string::npos);
+    CHECK(msg.find("64 sequences x 1048576 context") != std::string::npos);
     CHECK(msg.find("256 MiB available") != std::string::npos);
     CHECK(msg.find("tokens fits with 64 sequences") != std::string::npos);
     CHECK(msg.find("sequences fit") != std::string::npos);

@@ -20,7 +20,7 @@ MemoryPlan checked_plan(const Model& model, const EngineOptions& o, int n_ctx) {
   r.k_type = o.k_type.value_or(default_cache_type(model));
   r.v_type = o.v_type.value_or(default_cache_type(model));
   r.extra_logits_rows = o.kept_logits_rows;
-  std::string what = o.n_seq_max > 1 ? std::to_string(o.n_seq_max) + " sequences x " + std::to_string(n_ctx) + " tokens"
+  std::string what = o.n_seq_max > 1 ? std::to_string(o.n_seq_max) + " sequences x " + std::to_string(n_ctx) + " context"
                                      : "a context of " + std::to_string(n_ctx) + " tokens";
   if (o.kept_logits_rows) what += " with the logits of " + std::to_string(o.kept_logits_rows) + " positions";
   require_fits(p, r, what);

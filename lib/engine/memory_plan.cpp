@@ -198,14 +198,18 @@ void require_fits(const MemoryPlan& p, const MemoryRequest& r, const std::string
   std::vector<std::string> tips;
   if (n_seq > 1 && room / per_seq >= 1)
     tips.push_back("at most " + std::to_string(room / per_seq) + " sequences fit at this context");
-  const uint64_t per_pos = p.kv / n_seq / n_ctx;
-  const uint64_t kv_room = usable > p.total() - p.kv ? usable - (p.total() - p.kv) : 0;
-  if (per_pos && kv_room / (per_pos * n_seq) >= 1 && kv_room / (per_pos * n_seq) < n_ctx)
-    tips.push_back("a context of at most " + std::to_string(kv_room / (per_pos * n_seq)) + " tokens fits" +
+  // Per position: every sequence's KV row, and for all-position evaluation
+  // (a chunk in one batch) a kept row and a batch row of logits.
+  const bool all_pos = r.extra_logits_rows >= n_ctx;
+  const uint64_t per_pos = p.kv / n_ctx + (all_pos ? 2 * row : 0);
+  const uint64_t ctx_fixed = p.total() > per_pos * n_ctx ? p.total() - per_pos * n_ctx : 0;
+  const uint64_t ctx_room = usable > ctx_fixed ? usable - ctx_fixed : 0;
+  if (per_pos && ctx_room / per_pos >= 1 && ctx_room / per_pos < n_ctx)
+    tips.push_back("a context of at most " + std::to_string(ctx_room / per_pos) + " tokens fits" +
                    (n_seq > 1 ? " with " + std::to_string(n_seq) + " sequences" : std::string()));
-  if (r.k_type != TensorType::Q8_0 && r.k_type != TensorType::Q4_0 && p.kv > 0)
+  if (r.k_type != TensorType::Q8_0 && r.k_type != TensorType::Q4_0 && p.kv > p.total() / 4)
     tips.push_back("a Q8_0 KV cache needs about half the KV memory of F16");
-  if (r.extra_logits_rows > 0 && p.logits > p.available / 4)
+  if (all_pos && p.logits > p.total() / 4)
     tips.push_back("the logits of every position take " + format_bytes(p.logits) + ": use a shorter context");
   if (tips.empty()) tips.push_back("use a smaller model, fewer sequences or a shorter context");
   msg += " Suggestions: ";
