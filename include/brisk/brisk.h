@@ -323,8 +323,10 @@ BRISK_API void brisk_generate_options_init_sized(brisk_generate_options *options
 /* Samples, evaluates and reports tokens until a stop condition. The prompt
  * must have been evaluated with brisk_session_eval first. n_generated and
  * stop_reason may be NULL. Cancellation: the session's abort_fn.
- * Afterwards the session's context holds every reported token that fits (so
- * a further brisk_generate continues the text). The repetition penalty looks
+ * Afterwards the session's context holds the generated tokens, the last one
+ * included when max_tokens was reached (so a further brisk_generate
+ * continues the text); the token a callback stopped at is not kept, nor one
+ * past a full context. The repetition penalty looks
  * at the last repeat_last_n tokens of the session's context, prompt
  * included: the sampler's history is set from it (its random state carries
  * over between calls). A session generates exactly as a one-sequence engine

@@ -167,10 +167,10 @@ void Sequence::begin(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCa
 }
 
 // Ends a generation: pending UTF-8 goes to the callback (token -1), whatever
-// the reason. A persistent sequence then evaluates the last reported token
-// (`unevaluated`, if any and if it fits), so that its context holds all it
-// reported, and goes back to idle; any other sequence finishes and gives
-// its slot back.
+// the reason. A persistent sequence then evaluates `unevaluated` (the last
+// token of a generation that reached max_tokens, if it fits), so that a
+// later generation continues the text, and goes back to idle; any other
+// sequence finishes and gives its slot back.
 void Sequence::finish(StopReason r, int32_t unevaluated) {
   stop_ = r;
   want_generate_ = false;
@@ -217,7 +217,7 @@ void Sequence::on_logits(const float* logits, int n_vocab) {
     const std::shared_ptr<const TokenCallback> cb = on_token_;
     const bool go_on = !*cb || (*cb)(t, text);
     if (!want_generate_) return;  // finished inside the callback
-    if (!go_on) return finish(StopReason::callback, t);
+    if (!go_on) return finish(StopReason::callback);  // the refused token is not kept
   }
   if (static_cast<int>(generated_.size()) >= max_tokens_) return finish(StopReason::max_tokens, t);
   if (pos_ >= engine_->n_ctx_) return finish(StopReason::context_full);

@@ -80,8 +80,8 @@ class Sequence {
   // between generations; its penalty history is set from the context).
   void generate(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCallback on_token);
   // A persistent sequence keeps its slot when a generation stops: it goes
-  // back to idle with the tokens it reported evaluated (a Session). Default:
-  // it finishes and gives its slot back.
+  // back to idle, the last token evaluated if max_tokens was reached (a
+  // Session). Default: it finishes and gives its slot back.
   void set_persistent(bool persistent) { persistent_ = persistent; }
   // Forgets the evaluated tokens from position n on (idle sequences only);
   // logits are gone until more tokens are evaluated.

@@ -47,8 +47,9 @@ class Session {
   // Called per generated token with its complete UTF-8 text; return false to stop.
   using TokenCallback = Sequence::TokenCallback;
   // Samples and evaluates up to max_tokens tokens after the current context.
-  // Afterwards the context holds every reported token that fits (the one a
-  // stop came after included), so a later generate continues seamlessly.
+  // Afterwards the context holds the generated tokens, the last one
+  // included when max_tokens was reached (a later generate continues the
+  // text); a token the callback refused, or one past a full context, is not.
   StopReason generate(Sampler& sampler, int max_tokens, bool stop_at_eos, const TokenCallback& on_token,
                       size_t* n_generated);
 
