@@ -90,6 +90,20 @@ class BaseCache {
   std::unique_ptr<AtomicFile> out_;  // writing: a temporary renamed into place by commit()
 };
 
+// The evaluated model's options (its cache types; planned beside the base's
+// evaluator, if any) or the base's (default cache, base_plan nullptr).
+EvalOptions eval_options(const PplOptions& o, bool evaluated, const MemoryPlan* base_plan) {
+  EvalOptions eo;
+  eo.n_ctx = o.n_ctx;
+  eo.n_threads = o.n_threads;
+  if (evaluated) {
+    eo.cache_type = o.cache_type_k;
+    eo.cache_type_v = o.cache_type_v;
+  }
+  if (base_plan) eo.memory_reserved = base_plan->total() - base_plan->reserved;
+  return eo;
+}
+
 }  // namespace
 
 PplResult perplexity_chunks(const Model& model, const Model* base, const std::vector<std::vector<int32_t>>& chunks,
@@ -112,14 +126,10 @@ PplResult perplexity_chunks(const Model& model, const Model* base, const std::ve
   }
   const bool from_cache = cache && !base;
   r.has_base = base != nullptr || from_cache;
-  EvalOptions eo;
-  eo.n_ctx = o.n_ctx;
-  eo.n_threads = o.n_threads;
   std::unique_ptr<Evaluator> ev_base;
-  if (base) ev_base = std::make_unique<Evaluator>(*base, eo);
-  eo.cache_type = o.cache_type_k;
-  eo.cache_type_v = o.cache_type_v;
-  Evaluator ev(model, eo);
+  if (base) ev_base = std::make_unique<Evaluator>(*base, eval_options(o, false, nullptr));
+  // Both evaluators live at once: the second plans with the first's share.
+  Evaluator ev(model, eval_options(o, true, ev_base ? &ev_base->memory_plan() : nullptr));
 
   std::vector<float> lp(n_vocab), lpb(n_vocab), base_rows;
   double s_nll = 0, s_nll2 = 0, s_b = 0, s_b2 = 0, s_cross = 0, s_kl = 0, s_kl2 = 0, s_d = 0, s_d2 = 0;
@@ -201,6 +211,13 @@ PplResult perplexity_chunks(const Model& model, const Model* base, const std::ve
 
 PplResult perplexity(const Model& model, const Model* base, const std::string& full_text, const PplOptions& o) {
   if (o.n_ctx < 4) fail(BRISK_ERR_INVALID_ARGUMENT, "context must be at least 4 tokens");
+  // Refuse a configuration that cannot fit before reading the text.
+  if (base) {
+    const MemoryPlan base_plan = Evaluator::check_memory(*base, eval_options(o, false, nullptr));
+    Evaluator::check_memory(model, eval_options(o, true, &base_plan));
+  } else {
+    Evaluator::check_memory(model, eval_options(o, true, nullptr));
+  }
   const std::string text = first_chars(full_text, o.max_chars);
   const Tokenizer& tok = model.tokenizer();
   const int32_t bos = tok.bos();

@@ -12,7 +12,7 @@ extern "C" {
 
 brisk_status brisk_model_identity(const brisk_model* m, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     copy_text_out(brisk::model_identity(m->model->file()), buf, cap, needed);
   });
 }

@@ -8,16 +8,25 @@
 #include "threads/read_bandwidth.h"
 #include "threads/thread_pool.h"
 
+using brisk::capi::checked;
+using brisk::capi::checked_engine;
+using brisk::capi::checked_sequence;
 using brisk::capi::copy_out;
 using brisk::capi::copy_text_out;
+using brisk::capi::EngineBusy;
 using brisk::capi::guard;
+using brisk::capi::guard_value;
+using brisk::capi::guard_void;
 using brisk::capi::require;
 
 namespace {
 
+// An engine freed inside its abort check stops the step at once; its
+// callbacks are not called again.
 bool call_abort(void* ctx) {
-  const brisk_engine_options* o = static_cast<const brisk_engine_options*>(ctx);
-  return o->abort_fn && o->abort_fn(o->abort_user_data) != 0;
+  const brisk_engine* h = static_cast<const brisk_engine*>(ctx);
+  if (h->free_requested) return true;
+  return h->options.abort_fn && h->options.abort_fn(h->options.abort_user_data) != 0;
 }
 
 std::vector<int> parse_cpu_list(const char* s) {
@@ -78,9 +87,8 @@ brisk_status brisk_engine_create(const brisk_model* m, const brisk_engine_option
   return guard([&] {
     require(out, "out_engine");
     *out = nullptr;
-    require(m, "model");
+    checked(m, "model");
     auto h = std::make_unique<brisk_engine>();
-    h->owner = m;
     h->options = brisk::capi::merge_options(options, [](brisk_engine_options* p) { brisk_engine_options_init(p); });
     const brisk_engine_options& o = h->options;
     if (o.n_ctx > (1u << 24) || o.n_threads > 4096 || o.n_batch > (1u << 20) || o.n_seq_max > 65536 ||
@@ -98,22 +106,34 @@ brisk_status brisk_engine_create(const brisk_model* m, const brisk_engine_option
     eo.cpu_list = parse_cpu_list(o.cpu_list);
     h->options.cpu_list = nullptr;  // not kept: the caller's string may go away
     eo.abort = call_abort;
-    eo.abort_ctx = &h->options;
+    eo.abort_ctx = h.get();
     eo.memory_budget = o.memory_budget;
     h->engine = std::make_unique<brisk::Engine>(*m->model, eo);
+    h->owner = m;
+    brisk::capi::hold_model(m);
     *out = h.release();
   });
 }
 
 void brisk_engine_free(brisk_engine* e) {
-  if (!e) return;
-  for (brisk_sequence* s : e->sequences) delete s;
-  delete e;
+  guard_void([&] {
+    if (!e) return;
+    checked_engine(e);
+    if (e->busy) {
+      // Inside one of its callbacks: stop the step, free when it returns.
+      // Its sequences are dead from now on.
+      e->free_requested = true;
+      e->magic = brisk::capi::kMagicDead;
+      for (brisk_sequence* s : e->sequences) s->magic = brisk::capi::kMagicDead;
+      return;
+    }
+    brisk::capi::destroy_engine(e);
+  });
 }
 
 brisk_status brisk_engine_describe(const brisk_engine* e, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
-    require(e, "engine");
+    checked_engine(e);
     const brisk::Engine& en = *e->engine;
     const brisk::KVCache& kv = en.cache();
     char line[512];
@@ -126,7 +146,7 @@ brisk_status brisk_engine_describe(const brisk_engine* e, char* buf, size_t cap,
 }
 
 uint32_t brisk_engine_n_threads(const brisk_engine* e) {
-  return e ? static_cast<uint32_t>(e->engine->pool().size()) : 0;
+  return guard_value(0u, [&] { return static_cast<uint32_t>(checked_engine(e)->engine->pool().size()); });
 }
 
 uint32_t brisk_physical_cores(void) {
@@ -140,7 +160,8 @@ uint32_t brisk_physical_cores(void) {
 brisk_status brisk_engine_step(brisk_engine* e, uint32_t* n_active) {
   if (n_active) *n_active = 0;
   return guard([&] {
-    require(e, "engine");
+    checked_engine(e);
+    EngineBusy busy(e);
     int n = e->engine->step();
     if (n_active) *n_active = static_cast<uint32_t>(n);
   });
@@ -153,7 +174,9 @@ brisk_status brisk_engine_read_bandwidth(brisk_engine* e, uint64_t bytes, uint32
     *out_median = 0;
     if (out_min) *out_min = 0;
     if (out_max) *out_max = 0;
-    require(e, "engine");
+    checked_engine(e);
+    if (e->engine->in_step())
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "measuring bandwidth is not allowed inside a callback of the same engine");
     const brisk::ReadBandwidth r = brisk::measure_read_bandwidth(
         e->engine->pool(), bytes ? static_cast<size_t>(bytes) : size_t{512} << 20, passes ? static_cast<int>(passes) : 8);
     *out_median = r.median_gbs;
@@ -166,9 +189,10 @@ brisk_status brisk_sequence_create(brisk_engine* e, brisk_sequence** out) {
   return guard([&] {
     require(out, "out_sequence");
     *out = nullptr;
-    require(e, "engine");
+    checked_engine(e);
     auto h = std::make_unique<brisk_sequence>();
     h->owner = e;
+    h->owner_generation = e->generation;
     brisk_generate_options_init(&h->gen);
     h->seq = e->engine->create_sequence();
     e->sequences.push_back(h.get());
@@ -180,9 +204,10 @@ brisk_status brisk_sequence_fork(const brisk_sequence* src, brisk_sequence** out
   return guard([&] {
     require(out, "out_sequence");
     *out = nullptr;
-    require(src, "src");
+    checked_sequence(src);
     auto h = std::make_unique<brisk_sequence>();
     h->owner = src->owner;
+    h->owner_generation = src->owner_generation;
     brisk_generate_options_init(&h->gen);
     h->seq = src->owner->engine->fork(*src->seq);
     src->owner->sequences.push_back(h.get());
@@ -191,16 +216,20 @@ brisk_status brisk_sequence_fork(const brisk_sequence* src, brisk_sequence** out
 }
 
 void brisk_sequence_free(brisk_sequence* s) {
-  if (!s) return;
-  auto& list = s->owner->sequences;
-  list.erase(std::remove(list.begin(), list.end(), s), list.end());
-  s->owner->engine->release(s->seq);
-  delete s;
+  guard_void([&] {
+    if (!s) return;
+    checked_sequence(s);
+    auto& list = s->owner->sequences;
+    list.erase(std::remove(list.begin(), list.end(), s), list.end());
+    s->owner->engine->release(s->seq);  // deferred to the step's end inside a callback
+    s->seq = nullptr;
+    brisk::capi::retire(s);
+  });
 }
 
 brisk_status brisk_sequence_add_tokens(brisk_sequence* s, const int32_t* tokens, size_t n) {
   return guard([&] {
-    require(s, "sequence");
+    checked_sequence(s);
     if (n > 0) require(tokens, "tokens");
     s->seq->add_tokens(tokens, n);
   });
@@ -208,7 +237,7 @@ brisk_status brisk_sequence_add_tokens(brisk_sequence* s, const int32_t* tokens,
 
 brisk_status brisk_sequence_add_text(brisk_sequence* s, const char* text, size_t len, uint32_t flags) {
   return guard([&] {
-    require(s, "sequence");
+    checked_sequence(s);
     if (len > 0) require(text, "text");
     const brisk::Tokenizer& tok = s->owner->engine->model().tokenizer();
     std::vector<int32_t> ids = tok.encode(std::string_view(text ? text : "", len), flags & BRISK_TOKENIZE_ADD_BOS,
@@ -220,7 +249,7 @@ brisk_status brisk_sequence_add_text(brisk_sequence* s, const char* text, size_t
 brisk_status brisk_sequence_generate(brisk_sequence* s, const brisk_sampler_options* sampling,
                                      const brisk_generate_options* options) {
   return guard([&] {
-    require(s, "sequence");
+    checked_sequence(s);
     brisk::SamplerParams p = sampler_params(sampling);
     // Validate everything before touching the sequence: a failed call leaves
     // a running generation and its callback as they were.
@@ -231,31 +260,37 @@ brisk_status brisk_sequence_generate(brisk_sequence* s, const brisk_sampler_opti
         p.presence_penalty != p.presence_penalty || p.frequency_penalty != p.frequency_penalty)
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "invalid sampler options (NaN, or repeat_penalty <= 0)");
     brisk::Sequence::TokenCallback cb;
+    brisk_engine* e = s->owner;
     if (g.token_fn) {
-      cb = [fn = g.token_fn, ud = g.token_user_data](int32_t token, const std::string& text) {
-        return fn(ud, token, text.c_str(), text.size()) == 0;
+      // Once the engine is freed inside a callback, none is called again.
+      cb = [e, fn = g.token_fn, ud = g.token_user_data](int32_t token, const std::string& text) {
+        return !e->free_requested && fn(ud, token, text.c_str(), text.size()) == 0 && !e->free_requested;
       };
     }
-    s->seq->generate(p, g.max_tokens, g.stop_at_eos != 0, std::move(cb));
     s->gen = g;
+    // An idle sequence samples its first token (and runs the callback) here.
+    EngineBusy busy(e);
+    s->seq->generate(p, g.max_tokens, g.stop_at_eos != 0, std::move(cb));
   });
 }
 
 brisk_sequence_state brisk_sequence_get_state(const brisk_sequence* s) {
-  return s ? static_cast<brisk_sequence_state>(s->seq->state()) : BRISK_SEQ_FINISHED;
+  return guard_value(BRISK_SEQ_FINISHED,
+                     [&] { return static_cast<brisk_sequence_state>(checked_sequence(s)->seq->state()); });
 }
 
 brisk_stop_reason brisk_sequence_stop_reason(const brisk_sequence* s) {
-  return s ? static_cast<brisk_stop_reason>(s->seq->stop_reason()) : BRISK_STOP_MAX_TOKENS;
+  return guard_value(BRISK_STOP_MAX_TOKENS,
+                     [&] { return static_cast<brisk_stop_reason>(checked_sequence(s)->seq->stop_reason()); });
 }
 
 uint32_t brisk_sequence_position(const brisk_sequence* s) {
-  return s ? static_cast<uint32_t>(s->seq->position()) : 0;
+  return guard_value(0u, [&] { return static_cast<uint32_t>(checked_sequence(s)->seq->position()); });
 }
 
 brisk_status brisk_sequence_generated(const brisk_sequence* s, int32_t* tokens, size_t cap, size_t* needed) {
   return guard([&] {
-    require(s, "sequence");
+    checked_sequence(s);
     const std::vector<int32_t>& g = s->seq->generated();
     copy_out(g.data(), g.size(), tokens, cap, needed);
   });

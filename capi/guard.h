@@ -11,9 +11,12 @@
 
 namespace brisk::capi {
 
-void set_last_error(const std::string& msg);
-void clear_last_error();
-const char* t_last_error_c_str();
+void set_last_error(const std::string& msg) noexcept;
+void clear_last_error() noexcept;
+const char* t_last_error_c_str() noexcept;
+
+// The message and status of the exception being handled (call in a catch).
+brisk_status current_exception_status() noexcept;
 
 template <class F>
 brisk_status guard(F&& body) noexcept {
@@ -21,18 +24,30 @@ brisk_status guard(F&& body) noexcept {
     clear_last_error();
     body();
     return BRISK_OK;
-  } catch (const Error& e) {
-    set_last_error(e.what());
-    return e.code();
-  } catch (const std::bad_alloc&) {
-    set_last_error("out of memory");
-    return BRISK_ERR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    set_last_error(std::string("internal error: ") + e.what());
-    return BRISK_ERR_INTERNAL;
   } catch (...) {
-    set_last_error("internal error: unknown exception");
-    return BRISK_ERR_INTERNAL;
+    return current_exception_status();
+  }
+}
+
+// For calls that return no status (void, or a value with a neutral fallback
+// such as 0): no exception crosses the boundary; a failure sets
+// brisk_last_error() but a success leaves it as it was (these calls do not
+// report failures through a status, so they do not clear an earlier one).
+template <class F>
+void guard_void(F&& body) noexcept {
+  try {
+    body();
+  } catch (...) {
+    current_exception_status();
+  }
+}
+template <class R, class F>
+R guard_value(R fallback, F&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    current_exception_status();
+    return fallback;
   }
 }
 

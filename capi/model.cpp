@@ -7,9 +7,12 @@
 #include "handles.h"
 #include "tokenizer/chat_template.h"
 
+using brisk::capi::checked;
 using brisk::capi::copy_out;
 using brisk::capi::copy_text_out;
 using brisk::capi::guard;
+using brisk::capi::guard_value;
+using brisk::capi::guard_void;
 using brisk::capi::require;
 
 extern "C" {
@@ -43,32 +46,51 @@ brisk_status brisk_model_open(const char* path, const brisk_model_options* optio
   });
 }
 
-void brisk_model_close(brisk_model* m) { delete m; }
+// With sessions or engines still open, the model stays alive for them and
+// is freed with the last; the caller's handle is closed at once.
+void brisk_model_close(brisk_model* m) {
+  guard_void([&] {
+    if (!m) return;
+    checked(m, "model");
+    m->magic = brisk::capi::kMagicModelClosed;
+    brisk::capi::release_model(m);
+  });
+}
 
-int32_t brisk_model_n_vocab(const brisk_model* m) { return m ? m->model->config().n_vocab : 0; }
-int32_t brisk_model_n_ctx_train(const brisk_model* m) { return m ? m->model->config().n_ctx_train : 0; }
-int32_t brisk_model_token_bos(const brisk_model* m) { return m ? m->model->tokenizer().bos() : -1; }
-int32_t brisk_model_token_eos(const brisk_model* m) { return m ? m->model->tokenizer().eos() : -1; }
+int32_t brisk_model_n_vocab(const brisk_model* m) {
+  return guard_value(0, [&] { return checked(m, "model")->model->config().n_vocab; });
+}
+int32_t brisk_model_n_ctx_train(const brisk_model* m) {
+  return guard_value(0, [&] { return checked(m, "model")->model->config().n_ctx_train; });
+}
+int32_t brisk_model_token_bos(const brisk_model* m) {
+  return guard_value(-1, [&] { return static_cast<int32_t>(checked(m, "model")->model->tokenizer().bos()); });
+}
+int32_t brisk_model_token_eos(const brisk_model* m) {
+  return guard_value(-1, [&] { return static_cast<int32_t>(checked(m, "model")->model->tokenizer().eos()); });
+}
 
 brisk_status brisk_model_describe(const brisk_model* m, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     copy_text_out(m->model->describe(), buf, cap, needed);
   });
 }
 
 brisk_status brisk_model_weight_type(const brisk_model* m, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     copy_text_out(m->model->vocab_only() ? "" : m->model->main_weight_type(), buf, cap, needed);
   });
 }
 
-uint64_t brisk_model_file_size(const brisk_model* m) { return m ? m->model->file().file_size() : 0; }
+uint64_t brisk_model_file_size(const brisk_model* m) {
+  return guard_value(uint64_t{0}, [&] { return static_cast<uint64_t>(checked(m, "model")->model->file().file_size()); });
+}
 
 brisk_status brisk_model_meta(const brisk_model* m, const char* key, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     require(key, "key");
     const brisk::gguf::Value* v = m->model->file().find(key);
     if (!v) brisk::fail(BRISK_ERR_NOT_FOUND, std::string("no metadata key '") + key + "'");
@@ -79,7 +101,7 @@ brisk_status brisk_model_meta(const brisk_model* m, const char* key, char* buf, 
 brisk_status brisk_tokenize(const brisk_model* m, const char* text, size_t len, uint32_t flags, int32_t* tokens,
                             size_t cap, size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     if (len > 0) require(text, "text");
     std::vector<int32_t> ids = m->model->tokenizer().encode(std::string_view(text ? text : "", len),
                                                             flags & BRISK_TOKENIZE_ADD_BOS,
@@ -91,7 +113,7 @@ brisk_status brisk_tokenize(const brisk_model* m, const char* text, size_t len, 
 brisk_status brisk_token_to_piece(const brisk_model* m, int32_t token, uint32_t flags, char* buf, size_t cap,
                                   size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     if (token < 0 || token >= m->model->tokenizer().n_vocab())
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "token id " + std::to_string(token) + " is outside the vocabulary");
     copy_text_out(m->model->tokenizer().token_to_piece(token, flags & BRISK_PIECE_SPECIAL), buf, cap, needed);
@@ -101,7 +123,7 @@ brisk_status brisk_token_to_piece(const brisk_model* m, int32_t token, uint32_t 
 brisk_status brisk_detokenize(const brisk_model* m, const int32_t* tokens, size_t n, uint32_t flags, char* buf,
                               size_t cap, size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     if (n > 0) require(tokens, "tokens");
     const brisk::Tokenizer& tok = m->model->tokenizer();
     for (size_t i = 0; i < n; ++i)
@@ -126,7 +148,7 @@ brisk_status brisk_chat_render_ex(const brisk_model* m, const char* const* roles
                                   size_t n, const brisk_chat_options* options, char* buf, size_t cap,
                                   size_t* needed) {
   return guard([&] {
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     const brisk_chat_options o =
         brisk::capi::merge_options(options, [](brisk_chat_options* p) { brisk_chat_options_init(p); });
     if (n > 0) {

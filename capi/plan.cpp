@@ -14,7 +14,7 @@ brisk_status brisk_engine_max_sequences(const brisk_model* m, const brisk_engine
   return guard([&] {
     require(out_n_seq, "out_n_seq");
     *out_n_seq = 0;
-    require(m, "model");
+    brisk::capi::checked(m, "model");
     const brisk_engine_options o =
         brisk::capi::merge_options(options, [](brisk_engine_options* p) { brisk_engine_options_init(p); });
     if (o.n_ctx > (1u << 24) || o.n_threads > 4096 || o.n_batch == 0 || o.n_batch > (1u << 20) ||
@@ -34,7 +34,7 @@ brisk_status brisk_engine_max_sequences(const brisk_model* m, const brisk_engine
 
 brisk_status brisk_sequence_truncate(brisk_sequence* s, uint32_t position) {
   return guard([&] {
-    require(s, "sequence");
+    brisk::capi::checked_sequence(s);
     if (position > (1u << 24)) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "position out of range");
     s->seq->truncate(static_cast<int>(position));
   });

@@ -11,15 +11,21 @@
 using brisk::capi::guard;
 using brisk::capi::require;
 
-struct brisk_ppl_result {
+struct brisk_ppl_result : brisk::capi::HandleHeader {
+  brisk_ppl_result() : HandleHeader(brisk::capi::kMagicPplResult) {}
   std::map<std::string, double> values;
   std::string json;
 };
 
-struct brisk_compare_result {
+struct brisk_compare_result : brisk::capi::HandleHeader {
+  brisk_compare_result() : HandleHeader(brisk::capi::kMagicCompareResult) {}
   std::map<std::string, double> values;
   std::string json;
 };
+
+using brisk::capi::check_handle;
+using brisk::capi::checked;
+using brisk::capi::guard_void;
 
 extern "C" {
 
@@ -39,7 +45,8 @@ brisk_status brisk_perplexity(const brisk_model* model, const brisk_model* base,
   return guard([&] {
     require(out, "out_result");
     *out = nullptr;
-    require(model, "model");
+    checked(model, "model");
+    if (base) checked(base, "base_model");
     if (len > 0) require(text, "text");
     const brisk_ppl_options o = brisk::capi::merge_options(options, [](brisk_ppl_options* p) { brisk_ppl_options_init(p); });
     if ((o.chunking != BRISK_PPL_CHUNK_REPLACE_BOS && o.chunking != BRISK_PPL_CHUNK_PREPEND_BOS) ||
@@ -97,7 +104,7 @@ brisk_status brisk_perplexity(const brisk_model* model, const brisk_model* base,
 
 brisk_status brisk_ppl_result_value(const brisk_ppl_result* r, const char* key, double* out) {
   return guard([&] {
-    require(r, "result");
+    check_handle(r, brisk::capi::kMagicPplResult, "result");
     require(key, "key");
     require(out, "out_value");
     auto it = r->values.find(key);
@@ -108,12 +115,20 @@ brisk_status brisk_ppl_result_value(const brisk_ppl_result* r, const char* key, 
 
 brisk_status brisk_ppl_result_json(const brisk_ppl_result* r, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
-    require(r, "result");
+    check_handle(r, brisk::capi::kMagicPplResult, "result");
     brisk::capi::copy_text_out(r->json, buf, cap, needed);
   });
 }
 
-void brisk_ppl_result_free(brisk_ppl_result* r) { delete r; }
+void brisk_ppl_result_free(brisk_ppl_result* r) {
+  guard_void([&] {
+    if (!r) return;
+    check_handle(r, brisk::capi::kMagicPplResult, "result");
+    r->values.clear();
+    r->json = std::string();
+    brisk::capi::retire(r);
+  });
+}
 
 static void fill_compare_options(brisk_compare_options* o) {
   if (!o) return;
@@ -128,8 +143,8 @@ brisk_status brisk_compare(const brisk_model* a, const brisk_model* b, const cha
   return guard([&] {
     require(out, "out_result");
     *out = nullptr;
-    require(a, "model_a");
-    require(b, "model_b");
+    checked(a, "model_a");
+    checked(b, "model_b");
     if (n > 0) require(prompts, "prompts");
     const brisk_compare_options o = brisk::capi::merge_options(options, [](brisk_compare_options* p) { brisk_compare_options_init(p); });
     if (o.n_predict < 0 || o.n_threads > 4096 || o.n_ctx > (1u << 24))
@@ -161,7 +176,7 @@ brisk_status brisk_compare(const brisk_model* a, const brisk_model* b, const cha
 
 brisk_status brisk_compare_result_value(const brisk_compare_result* r, const char* key, double* out) {
   return guard([&] {
-    require(r, "result");
+    check_handle(r, brisk::capi::kMagicCompareResult, "result");
     require(key, "key");
     require(out, "out_value");
     auto it = r->values.find(key);
@@ -172,12 +187,20 @@ brisk_status brisk_compare_result_value(const brisk_compare_result* r, const cha
 
 brisk_status brisk_compare_result_json(const brisk_compare_result* r, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
-    require(r, "result");
+    check_handle(r, brisk::capi::kMagicCompareResult, "result");
     brisk::capi::copy_text_out(r->json, buf, cap, needed);
   });
 }
 
-void brisk_compare_result_free(brisk_compare_result* r) { delete r; }
+void brisk_compare_result_free(brisk_compare_result* r) {
+  guard_void([&] {
+    if (!r) return;
+    check_handle(r, brisk::capi::kMagicCompareResult, "result");
+    r->values.clear();
+    r->json = std::string();
+    brisk::capi::retire(r);
+  });
+}
 
 }  // extern "C"
 

@@ -3,6 +3,10 @@
 #include "guard.h"
 #include "handles.h"
 
+using brisk::capi::checked_engine;
+using brisk::capi::checked_sampler;
+using brisk::capi::checked_sequence;
+using brisk::capi::checked_session;
 using brisk::capi::copy_out;
 using brisk::capi::guard;
 using brisk::capi::require;
@@ -11,7 +15,7 @@ extern "C" {
 
 brisk_status brisk_sequence_save_state(const brisk_sequence* s, const char* path) {
   return guard([&] {
-    require(s, "sequence");
+    checked_sequence(s);
     require(path, "path");
     brisk::write_seq_state(path, brisk::SeqStateAccess::capture(*s->seq));
   });
@@ -21,11 +25,12 @@ brisk_status brisk_sequence_load_state(brisk_engine* e, const char* path, brisk_
   return guard([&] {
     require(out, "out_sequence");
     *out = nullptr;
-    require(e, "engine");
+    checked_engine(e);
     require(path, "path");
     const brisk::SavedSequence saved = brisk::read_seq_state(path);
     auto h = std::make_unique<brisk_sequence>();
     h->owner = e;
+    h->owner_generation = e->generation;
     brisk_generate_options_init(&h->gen);
     h->seq = brisk::SeqStateAccess::restore(*e->engine, saved);
     e->sequences.push_back(h.get());
@@ -36,7 +41,8 @@ brisk_status brisk_sequence_load_state(brisk_engine* e, const char* path, brisk_
 brisk_status brisk_session_save_state(const brisk_session* s, const brisk_sampler* sampler, const int32_t* tokens,
                                       size_t n_tokens, const char* path) {
   return guard([&] {
-    require(s, "session");
+    checked_session(s);
+    if (sampler) checked_sampler(sampler);
     require(path, "path");
     if (n_tokens) require(tokens, "tokens");
     brisk::write_seq_state(path, brisk::SeqStateAccess::capture(*s->session, sampler ? sampler->sampler.get() : nullptr,
@@ -46,7 +52,8 @@ brisk_status brisk_session_save_state(const brisk_session* s, const brisk_sample
 
 brisk_status brisk_session_load_state(brisk_session* s, brisk_sampler* sampler, const char* path) {
   return guard([&] {
-    require(s, "session");
+    checked_session(s);
+    if (sampler) checked_sampler(sampler);
     require(path, "path");
     const brisk::SavedSequence saved = brisk::read_seq_state(path);
     brisk::SeqStateAccess::restore(*s->session, sampler ? sampler->sampler.get() : nullptr, saved);

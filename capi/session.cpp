@@ -5,15 +5,24 @@
 #include "guard.h"
 #include "handles.h"
 
+using brisk::capi::checked;
+using brisk::capi::checked_sampler;
+using brisk::capi::checked_session;
 using brisk::capi::copy_out;
 using brisk::capi::guard;
+using brisk::capi::guard_value;
+using brisk::capi::guard_void;
 using brisk::capi::require;
+using brisk::capi::SessionBusy;
 
 namespace {
 
+// A session freed inside its abort check stops the call at once; its
+// callbacks are not called again.
 bool call_abort(void* ctx) {
-  const brisk_session_options* o = static_cast<const brisk_session_options*>(ctx);
-  return o->abort_fn && o->abort_fn(o->abort_user_data) != 0;
+  const brisk_session* h = static_cast<const brisk_session*>(ctx);
+  if (h->free_requested) return true;
+  return h->options.abort_fn && h->options.abort_fn(h->options.abort_user_data) != 0;
 }
 
 }  // namespace
@@ -33,7 +42,7 @@ brisk_status brisk_session_create(const brisk_model* m, const brisk_session_opti
   return guard([&] {
     require(out, "out_session");
     *out = nullptr;
-    require(m, "model");
+    checked(m, "model");
     auto h = std::make_unique<brisk_session>();
     h->owner = m;
     h->options = brisk::capi::merge_options(options, [](brisk_session_options* p) { brisk_session_options_init(p); });
@@ -49,37 +58,49 @@ brisk_status brisk_session_create(const brisk_model* m, const brisk_session_opti
     so.pin_threads = o.no_pin == 0;
     so.pin_caller = o.pin_caller != 0;
     so.abort = call_abort;
-    so.abort_ctx = &h->options;
+    so.abort_ctx = h.get();
+    so.memory_budget = o.memory_budget;
     h->session = std::make_unique<brisk::Session>(*m->model, so);
+    h->owner = m;
+    brisk::capi::hold_model(m);
     *out = h.release();
   });
 }
 
-void brisk_session_free(brisk_session* s) { delete s; }
+void brisk_session_free(brisk_session* s) {
+  guard_void([&] {
+    if (!s) return;
+    checked_session(s);
+    if (s->busy) {
+      // Inside one of its callbacks: stop the call, free when it returns.
+      s->free_requested = true;
+      s->magic = brisk::capi::kMagicDead;
+      return;
+    }
+    brisk::capi::destroy_session(s);
+  });
+}
 
 brisk_status brisk_session_reset(brisk_session* s) {
-  return guard([&] {
-    require(s, "session");
-    s->session->reset();
-  });
+  return guard([&] { checked_session(s)->session->reset(); });
 }
 
 brisk_status brisk_session_truncate(brisk_session* s, uint32_t position) {
-  return guard([&] {
-    require(s, "session");
-    s->session->truncate(static_cast<int>(std::min<uint32_t>(position, 1u << 30)));
-  });
+  return guard([&] { checked_session(s)->session->truncate(static_cast<int>(std::min<uint32_t>(position, 1u << 30))); });
 }
 
 uint32_t brisk_session_position(const brisk_session* s) {
-  return s ? static_cast<uint32_t>(s->session->position()) : 0;
+  return guard_value(0u, [&] { return static_cast<uint32_t>(checked_session(s)->session->position()); });
 }
-uint32_t brisk_session_n_ctx(const brisk_session* s) { return s ? static_cast<uint32_t>(s->session->n_ctx()) : 0; }
+uint32_t brisk_session_n_ctx(const brisk_session* s) {
+  return guard_value(0u, [&] { return static_cast<uint32_t>(checked_session(s)->session->n_ctx()); });
+}
 
 brisk_status brisk_session_eval(brisk_session* s, const int32_t* tokens, size_t n) {
   return guard([&] {
-    require(s, "session");
+    checked_session(s);
     if (n > 0) require(tokens, "tokens");
+    SessionBusy busy(s);
     s->session->eval(tokens, n);
   });
 }
@@ -87,20 +108,21 @@ brisk_status brisk_session_eval(brisk_session* s, const int32_t* tokens, size_t 
 brisk_status brisk_session_eval_all(brisk_session* s, const int32_t* tokens, size_t n, float* logits, size_t cap,
                                     size_t* needed) {
   return guard([&] {
-    require(s, "session");
+    checked_session(s);
     if (n > 0) require(tokens, "tokens");
     const size_t want = n * static_cast<size_t>(s->owner->model->config().n_vocab);
     if (needed) *needed = want;
     if (cap < want || (want > 0 && !logits))
       brisk::fail(BRISK_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats, " +
                                                   std::to_string(want) + " needed");
+    SessionBusy busy(s);
     s->session->eval(tokens, n, logits);
   });
 }
 
 brisk_status brisk_session_logits(const brisk_session* s, float* logits, size_t cap, size_t* needed) {
   return guard([&] {
-    require(s, "session");
+    checked_session(s);
     const std::vector<float>& l = s->session->logits();
     if (l.empty()) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "no logits yet: evaluate some tokens first");
     copy_out(l.data(), l.size(), logits, cap, needed);
@@ -146,12 +168,18 @@ brisk_status brisk_sampler_create(const brisk_sampler_options* options, brisk_sa
   });
 }
 
-void brisk_sampler_free(brisk_sampler* s) { delete s; }
+void brisk_sampler_free(brisk_sampler* s) {
+  guard_void([&] {
+    if (!s) return;
+    checked_sampler(s)->sampler.reset();
+    brisk::capi::retire(s);
+  });
+}
 
 brisk_status brisk_sampler_sample(brisk_sampler* sampler, const brisk_session* s, int32_t* out) {
   return guard([&] {
-    require(sampler, "sampler");
-    require(s, "session");
+    checked_sampler(sampler);
+    checked_session(s);
     require(out, "out_token");
     const std::vector<float>& l = s->session->logits();
     if (l.empty()) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "no logits yet: evaluate some tokens first");
@@ -160,7 +188,7 @@ brisk_status brisk_sampler_sample(brisk_sampler* sampler, const brisk_session* s
 }
 
 void brisk_sampler_accept(brisk_sampler* sampler, int32_t token) {
-  if (sampler) sampler->sampler->accept(token);
+  guard_void([&] { checked_sampler(sampler)->sampler->accept(token); });
 }
 
 static void fill_generate_options(brisk_generate_options* o) {
@@ -175,16 +203,18 @@ brisk_status brisk_generate(brisk_session* s, brisk_sampler* sampler, const bris
                             size_t* n_generated, brisk_stop_reason* stop_reason) {
   if (n_generated) *n_generated = 0;
   return guard([&] {
-    require(s, "session");
-    require(sampler, "sampler");
+    checked_session(s);
+    checked_sampler(sampler);
     brisk_generate_options o = brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
     if (o.max_tokens < 0) brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
     brisk::Session::TokenCallback cb;
     if (o.token_fn) {
-      cb = [&o](int32_t token, const std::string& text) {
-        return o.token_fn(o.token_user_data, token, text.c_str(), text.size()) == 0;
+      // Once the session is freed inside the callback, it is not called again.
+      cb = [s, fn = o.token_fn, ud = o.token_user_data](int32_t token, const std::string& text) {
+        return !s->free_requested && fn(ud, token, text.c_str(), text.size()) == 0 && !s->free_requested;
       };
     }
+    SessionBusy busy(s);
     brisk::StopReason r = s->session->generate(*sampler->sampler, o.max_tokens, o.stop_at_eos != 0, cb, n_generated);
     if (stop_reason) *stop_reason = static_cast<brisk_stop_reason>(r);
   });

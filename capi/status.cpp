@@ -15,9 +15,33 @@ namespace brisk::capi {
 namespace {
 thread_local std::string t_last_error;
 }
-const char* t_last_error_c_str() { return t_last_error.c_str(); }
-void set_last_error(const std::string& msg) { t_last_error = msg; }
-void clear_last_error() { t_last_error.clear(); }
+const char* t_last_error_c_str() noexcept { return t_last_error.c_str(); }
+void set_last_error(const std::string& msg) noexcept {
+  try {
+    t_last_error = msg;
+  } catch (...) {
+    t_last_error.clear();  // no memory for the message: an empty one rather than none
+  }
+}
+void clear_last_error() noexcept { t_last_error.clear(); }
+
+brisk_status current_exception_status() noexcept {
+  try {
+    throw;
+  } catch (const Error& e) {
+    set_last_error(e.what());
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    set_last_error("out of memory");
+    return BRISK_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_last_error(std::string("internal error: ") + e.what());
+    return BRISK_ERR_INTERNAL;
+  } catch (...) {
+    set_last_error("internal error: unknown exception");
+    return BRISK_ERR_INTERNAL;
+  }
+}
 
 void check_unknown_tail(const void* given, size_t given_size, size_t known_size) {
   const unsigned char* p = static_cast<const unsigned char*>(given);

@@ -24,6 +24,16 @@
  *    engine or session; changing it there returns BRISK_ERR_INVALID_ARGUMENT.
  *    Text given to token callbacks is always valid UTF-8 (invalid bytes come
  *    as U+FFFD); brisk_detokenize and brisk_token_to_piece give raw bytes.
+ *    Freeing a session or engine inside one of its own callbacks is allowed:
+ *    its callbacks are not called again, the call in progress stops (it may
+ *    return BRISK_ERR_CANCELLED) and the handle is freed when that call
+ *    returns. A sequence freed inside a callback is released when the step ends.
+ *  - Handles are checked: NULL, a handle already freed, a closed model, a
+ *    handle of another type or a pointer that is no brisk handle give
+ *    BRISK_ERR_INVALID_ARGUMENT (void calls: nothing happens and
+ *    brisk_last_error() says why; calls returning a value: 0, or the value
+ *    their comment gives). Detection of freed handles is best-effort: a
+ *    handle freed long ago (thousands of frees) may not be recognised.
  *  - No global mutable state: callbacks are per handle with a user_data pointer.
  *  - Enums only grow; calls are deprecated, never renamed.
  *  - A struct_size larger than the library's struct (a program built
@@ -93,7 +103,9 @@ typedef enum brisk_status {
 /* A static English name for a status ("BRISK_ERR_IO"). */
 BRISK_API const char *brisk_status_name(brisk_status status);
 /* What went wrong in the last failed call on this thread, in words. Never
- * NULL; valid until the next brisk call on the same thread. */
+ * NULL; valid until the next brisk call on the same thread. Calls returning
+ * a brisk_status clear it when they start; void and value-returning calls
+ * set it only when they refuse a bad argument and otherwise leave it as it was. */
 BRISK_API const char *brisk_last_error(void);
 
 /* ---- tensor types ----------------------------------------------------- */
@@ -171,7 +183,10 @@ BRISK_API void brisk_model_options_init_sized(brisk_model_options *options, size
 /* Opens a GGUF model file. options may be NULL for defaults. */
 BRISK_API brisk_status brisk_model_open(const char *path, const brisk_model_options *options,
                                         brisk_model **out_model);
-/* Frees a model. Every session made from it must be freed first. NULL is a no-op. */
+/* Closes a model. Sessions and engines made from it keep it alive: it is
+ * freed when the last of them is freed (before ABI 0.4 they had to be freed
+ * first). The handle itself is closed at once: later calls with it fail.
+ * NULL is a no-op. */
 BRISK_API void brisk_model_close(brisk_model *model);
 
 BRISK_API int32_t brisk_model_n_vocab(const brisk_model *model);
@@ -276,6 +291,10 @@ typedef struct brisk_session_options {
    * is given back when the session is freed on that thread. Default 0: the
    * caller's thread is left as it is. Added in ABI 0.4. */
   int32_t pin_caller;
+  /* Memory the session may plan for, in bytes; 0 (default): what the machine
+   * (its cgroup, MemAvailable) has available. See brisk_engine_options.
+   * Added in ABI 0.4. */
+  uint64_t memory_budget;
 } brisk_session_options;
 
 BRISK_API void brisk_session_options_init_sized(brisk_session_options *options, size_t size);
@@ -283,6 +302,7 @@ BRISK_API void brisk_session_options_init_sized(brisk_session_options *options, 
 BRISK_API brisk_status brisk_session_create(const brisk_model *model,
                                             const brisk_session_options *options,
                                             brisk_session **out_session);
+/* Frees the session (see the callback rules at the top). NULL is a no-op. */
 BRISK_API void brisk_session_free(brisk_session *session);
 /* Forgets every token; the session starts again at position 0. */
 BRISK_API brisk_status brisk_session_reset(brisk_session *session);
@@ -334,7 +354,8 @@ BRISK_API void brisk_sampler_free(brisk_sampler *sampler);
 /* Draws the next token from the session's current logits (does not evaluate it). */
 BRISK_API brisk_status brisk_sampler_sample(brisk_sampler *sampler, const brisk_session *session,
                                             int32_t *out_token);
-/* Tells the sampler a token is in the context (for the repetition penalty). */
+/* Tells the sampler a token is in the context (for the repetition penalty
+ * of brisk_sampler_sample). brisk_generate sets the history itself. */
 BRISK_API void brisk_sampler_accept(brisk_sampler *sampler, int32_t token);
 
 /* ---- generation ------------------------------------------------------- */
@@ -363,7 +384,15 @@ BRISK_API void brisk_generate_options_init_sized(brisk_generate_options *options
 #define brisk_generate_options_init(options) brisk_generate_options_init_sized((options), sizeof(*(options)))
 /* Samples, evaluates and reports tokens until a stop condition. The prompt
  * must have been evaluated with brisk_session_eval first. n_generated and
- * stop_reason may be NULL. Cancellation: the session's abort_fn. */
+ * stop_reason may be NULL. Cancellation: the session's abort_fn.
+ * Afterwards the session's context holds the generated tokens, the last one
+ * included when max_tokens was reached (so a further brisk_generate
+ * continues the text); the token a callback stopped at is not kept, nor one
+ * past a full context. The repetition penalty looks
+ * at the last repeat_last_n tokens of the session's context, prompt
+ * included: the sampler's history is set from it (its random state carries
+ * over between calls). A session generates exactly as a one-sequence engine
+ * does with the same sampler options. */
 BRISK_API brisk_status brisk_generate(brisk_session *session, brisk_sampler *sampler,
                                       const brisk_generate_options *options,
                                       size_t *n_generated, brisk_stop_reason *stop_reason);
@@ -412,7 +441,9 @@ BRISK_API void brisk_engine_options_init_sized(brisk_engine_options *options, si
 #define brisk_engine_options_init(options) brisk_engine_options_init_sized((options), sizeof(*(options)))
 BRISK_API brisk_status brisk_engine_create(const brisk_model *model, const brisk_engine_options *options,
                                            brisk_engine **out_engine);
-/* Frees the engine and every sequence still attached to it. */
+/* Frees the engine and every sequence still attached to it (their handles
+ * then give BRISK_ERR_INVALID_ARGUMENT, and brisk_sequence_free on them does
+ * nothing). Inside one of its callbacks, see the rules at the top. */
 BRISK_API void brisk_engine_free(brisk_engine *engine);
 /* "2 threads, pinned to cores 1 (cpus 1); calling thread not pinned; 8 slots x 2048 tokens; KV f16/f16 (...)" */
 BRISK_API brisk_status brisk_engine_describe(const brisk_engine *engine, char *buf, size_t cap, size_t *needed);
@@ -433,6 +464,8 @@ BRISK_API brisk_status brisk_sequence_create(brisk_engine *engine, brisk_sequenc
 /* A new sequence whose context is a copy of src's (src must be idle): a
  * shared system prompt is evaluated once and forked per request. */
 BRISK_API brisk_status brisk_sequence_fork(const brisk_sequence *src, brisk_sequence **out_sequence);
+/* Frees a sequence and its slot; inside a callback of its engine it stops at
+ * once and is released when the step ends. */
 BRISK_API void brisk_sequence_free(brisk_sequence *sequence);
 /* Queues tokens to evaluate in coming steps. */
 BRISK_API brisk_status brisk_sequence_add_tokens(brisk_sequence *sequence, const int32_t *tokens, size_t n_tokens);

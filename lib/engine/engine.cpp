@@ -9,37 +9,28 @@ namespace brisk {
 
 namespace {
 
-std::string mb(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
-
 // Refuses a configuration that does not fit, naming the numbers and what would.
 MemoryPlan checked_plan(const Model& model, const EngineOptions& o, int n_ctx) {
   if (o.n_seq_max <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "at least one sequence slot is needed");
   if (o.n_batch <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "batch size must be positive");
-  MemoryPlan p = plan_memory(model, o, n_ctx);
-  // Keep a little headroom for the process itself and the page cache.
-  const uint64_t usable = p.available - p.available / 20;
-  if (p.available == 0 || p.total() <= usable) return p;
-  const uint64_t per_seq = p.kv / static_cast<uint64_t>(o.n_seq_max);
-  const uint64_t fixed = p.weights + p.scratch;
-  const uint64_t room = usable > fixed ? usable - fixed : 0;
-  const uint64_t max_par = per_seq ? room / per_seq : 0;
-  const uint64_t per_pos = per_seq / static_cast<uint64_t>(n_ctx);
-  const uint64_t max_ctx = per_pos ? room / (per_pos * static_cast<uint64_t>(o.n_seq_max)) : 0;
-  std::string msg = "not enough memory for " + std::to_string(o.n_seq_max) + " sequences x " +
-                    std::to_string(n_ctx) + " context: needs " + mb(p.total()) + " (weights " + mb(p.weights) +
-                    " + KV cache " + mb(p.kv) + " + scratch " + mb(p.scratch) + "), " + mb(p.available) +
-                    " available. ";
-  if (max_par >= 1)
-    msg += "At this context, at most " + std::to_string(max_par) + " parallel sequences fit";
-  else
-    msg += "Not even one sequence fits at this context";
-  if (max_ctx >= 1) msg += "; with " + std::to_string(o.n_seq_max) + " sequences, a context of at most " +
-                           std::to_string(max_ctx) + " fits";
-  fail(BRISK_ERR_OUT_OF_MEMORY, msg + ".");
+  MemoryPlan p = plan_engine_memory(model, o, n_ctx);
+  MemoryRequest r;
+  r.n_ctx = n_ctx;
+  r.n_seq = o.n_seq_max;
+  r.k_type = o.k_type.value_or(default_cache_type(model));
+  r.v_type = o.v_type.value_or(default_cache_type(model));
+  r.extra_logits_rows = o.kept_logits_rows;
+  std::string what = o.n_seq_max > 1 ? std::to_string(o.n_seq_max) + " sequences x " + std::to_string(n_ctx) + " context"
+                                     : "a context of " + std::to_string(n_ctx) + " tokens";
+  if (o.kept_logits_rows) what += " with the logits of " + std::to_string(o.kept_logits_rows) + " positions";
+  require_fits(p, r, what);
+  return p;
+}
+
+// The forward pass's batch rows: the step budget, at least one per slot.
+int forward_rows(const EngineOptions& o, int n_ctx) {
+  const int64_t cap = static_cast<int64_t>(n_ctx) * o.n_seq_max;
+  return static_cast<int>(std::max<int64_t>(std::min<int64_t>(o.n_batch, cap), o.n_seq_max));
 }
 
 ThreadPoolOptions pool_options(const EngineOptions& o) {
@@ -53,12 +44,32 @@ ThreadPoolOptions pool_options(const EngineOptions& o) {
 
 }  // namespace
 
+MemoryPlan plan_engine_memory(const Model& model, const EngineOptions& o, int n_ctx) {
+  MemoryRequest r;
+  r.n_ctx = n_ctx;
+  r.n_seq = std::max(o.n_seq_max, 1);
+  r.max_tokens = forward_rows(o, n_ctx);
+  r.n_threads = o.n_threads;
+  r.k_type = o.k_type.value_or(default_cache_type(model));
+  r.v_type = o.v_type.value_or(default_cache_type(model));
+  r.extra_logits_rows = o.kept_logits_rows;
+  r.reserved = o.memory_reserved;
+  r.budget = o.memory_budget;
+  return plan_memory(model, r);
+}
+
+MemoryPlan check_engine_memory(const Model& model, const EngineOptions& o) {
+  return checked_plan(require_weights(model), o, resolve_context(model, o.n_ctx));
+}
+
 // ---- Sequence ------------------------------------------------------------
 
-void Sequence::add_tokens(const int32_t* tokens, size_t n) {
+void Sequence::add_tokens(const int32_t* tokens, size_t n, float* all_logits) {
   engine_->check_not_in_step("adding tokens");
   if (state_ == SeqState::finished)
     fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has finished; create a new one");
+  if (state_ == SeqState::generating)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence is generating; wait until it stops");
   const int n_vocab = engine_->model_.config().n_vocab;
   for (size_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= n_vocab)
@@ -68,57 +79,122 @@ void Sequence::add_tokens(const int32_t* tokens, size_t n) {
     fail(BRISK_ERR_CONTEXT_FULL, std::to_string(n) + " tokens do not fit: the context holds " +
                                      std::to_string(engine_->n_ctx_) + " and " +
                                      std::to_string(pos_ + static_cast<int>(queued)) + " are used or queued");
+  if (all_logits && all_out_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "logits of every position are already being collected for queued tokens");
+  if (all_logits && n > 0) {
+    all_out_ = all_logits;
+    all_from_ = pending_.size();
+  }
   pending_.insert(pending_.end(), tokens, tokens + n);
   if (n > 0 && state_ == SeqState::idle) state_ = SeqState::prefill;
 }
 
-void Sequence::generate(const SamplerParams& sampling, int max_tokens, bool stop_at_eos, TokenCallback on_token) {
-  engine_->check_not_in_step("starting a generation");
-  if (state_ == SeqState::finished)
-    fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has finished; create a new one");
-  if (max_tokens < 0) fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
-  if ((pos_ == 0 || logits_.empty()) && pending_.size() == pending_done_)
-    fail(BRISK_ERR_INVALID_ARGUMENT, "nothing to generate from: add prompt tokens first");
-  sampler_ = std::make_unique<Sampler>(sampling);
-  for (int32_t t : context_) sampler_->accept(t);
-  for (size_t i = pending_done_; i < pending_.size(); ++i) sampler_->accept(pending_[i]);
-  max_tokens_ = max_tokens;
-  stop_at_eos_ = stop_at_eos;
-  on_token_ = std::move(on_token);
-  want_generate_ = true;
-  generated_.clear();
-  if (max_tokens == 0) return finish(StopReason::max_tokens);
-  // A sequence whose prompt is already evaluated samples from its logits now.
-  if (state_ == SeqState::idle) {
-    state_ = SeqState::generating;
-    on_logits(logits_.data(), static_cast<int>(logits_.size()));
-  } else {
-    state_ = SeqState::prefill;
-  }
-}
-
-void Sequence::truncate(int position) {
+void Sequence::truncate(int n) {
   engine_->check_not_in_step("truncating a sequence");
+  if (state_ == SeqState::finished) fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has finished; create a new one");
   if (state_ != SeqState::idle || pending_.size() != pending_done_)
-    fail(BRISK_ERR_INVALID_ARGUMENT, "truncate a sequence only when it is idle");
-  if (position < 0 || position > pos_)
-    fail(BRISK_ERR_INVALID_ARGUMENT, "cannot truncate to " + std::to_string(position) + ": the sequence holds " +
-                                         std::to_string(pos_) + " tokens");
-  if (position == pos_) return;
-  // Rows past `position` stay in the slot but are overwritten before they are read.
-  pos_ = position;
-  context_.resize(static_cast<size_t>(position));
+    fail(BRISK_ERR_INVALID_ARGUMENT, "truncate a sequence only when it is idle (nothing queued, not generating)");
+  if (n < 0 || n > pos_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "cannot truncate to position " + std::to_string(n) + " of " + std::to_string(pos_));
+  if (n == pos_) return;
+  pos_ = n;
+  context_.resize(static_cast<size_t>(n));
   logits_.clear();
 }
 
-void Sequence::finish(StopReason r) {
-  stop_ = r;
-  state_ = SeqState::finished;
+void Sequence::rollback(int n) {
   pending_.clear();
   pending_done_ = 0;
-  std::string rest = utf8_.flush();
-  if (!rest.empty() && on_token_) on_token_(-1, rest);
-  engine_->free_slot(*this);
+  all_out_ = nullptr;
+  want_generate_ = false;
+  on_token_ = nullptr;
+  if (state_ != SeqState::finished) state_ = SeqState::idle;
+  if (n >= 0 && n < pos_) {
+    pos_ = n;
+    context_.resize(static_cast<size_t>(n));
+  }
+}
+
+void Sequence::check_can_generate(int max_tokens) const {
+  engine_->check_not_in_step("starting a generation");
+  if (state_ == SeqState::finished)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence has finished; create a new one");
+  if (state_ == SeqState::generating) fail(BRISK_ERR_INVALID_ARGUMENT, "the sequence is already generating");
+  if (max_tokens < 0) fail(BRISK_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
+  if (pos_ == 0 && pending_.size() == pending_done_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "nothing to generate from: add prompt tokens first");
+  if (state_ == SeqState::idle && logits_.empty())
+    fail(BRISK_ERR_INVALID_ARGUMENT, "no logits after truncating: evaluate at least one token first");
+}
+
+void Sequence::generate(const SamplerParams& sampling, int max_tokens, bool stop_at_eos, TokenCallback on_token) {
+  check_can_generate(max_tokens);  // a refused call leaves a running generation as it was
+  own_sampler_ = std::make_unique<Sampler>(sampling);
+  begin(*own_sampler_, max_tokens, stop_at_eos, std::move(on_token));
+}
+
+void Sequence::generate(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCallback on_token) {
+  check_can_generate(max_tokens);
+  begin(sampler, max_tokens, stop_at_eos, std::move(on_token));
+}
+
+// Nothing may touch `this` after the callbacks: a sequence freed inside one
+// is deleted when they end.
+void Sequence::begin(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCallback on_token) {
+  // The penalty window: the last repeat_last_n tokens of the context, prompt
+  // included, whichever sampler and path.
+  sampler.clear_history();
+  const size_t window = static_cast<size_t>(std::max(sampler.params().repeat_last_n, 0));
+  const size_t total = context_.size() + pending_.size() - pending_done_;
+  for (size_t i = total > window ? total - window : 0; i < total; ++i)
+    sampler.accept(i < context_.size() ? context_[i] : pending_[pending_done_ + i - context_.size()]);
+  sampler_ = &sampler;
+  max_tokens_ = max_tokens;
+  stop_at_eos_ = stop_at_eos;
+  on_token_ = on_token ? std::make_shared<const TokenCallback>(std::move(on_token)) : nullptr;
+  want_generate_ = true;
+  generated_.clear();
+  utf8_ = Utf8Stream();
+  if (max_tokens == 0) return finish(StopReason::max_tokens);
+  if (state_ != SeqState::idle) {
+    state_ = SeqState::prefill;
+    return;
+  }
+  // A sequence whose prompt is already evaluated samples its first token
+  // now; its callback runs here, under the same rules as in a step.
+  Engine::CallbackScope scope(*engine_);
+  state_ = SeqState::generating;
+  on_logits(logits_.data(), static_cast<int>(logits_.size()));
+}
+
+// Ends a generation: pending UTF-8 goes to the callback (token -1), whatever
+// the reason. A persistent sequence then evaluates `unevaluated` (the last
+// token of a generation that reached max_tokens, if it fits), so that a
+// later generation continues the text, and goes back to idle; any other
+// sequence finishes and gives its slot back.
+void Sequence::finish(StopReason r, int32_t unevaluated) {
+  stop_ = r;
+  want_generate_ = false;
+  pending_.clear();
+  pending_done_ = 0;
+  all_out_ = nullptr;
+  // The callback is taken out first: it may free this sequence, which must
+  // then find it finished (and not finish it twice).
+  std::shared_ptr<const TokenCallback> cb = std::move(on_token_);
+  on_token_.reset();
+  const std::string rest = utf8_.flush();
+  if (persistent_ && state_ != SeqState::finished) {
+    if (unevaluated >= 0 && pos_ < engine_->n_ctx_) {
+      pending_.assign(1, unevaluated);
+      state_ = SeqState::prefill;
+    } else {
+      state_ = SeqState::idle;
+    }
+  } else {
+    state_ = SeqState::finished;
+    engine_->free_slot(*this);
+  }
+  if (!rest.empty() && cb && *cb) (*cb)(-1, rest);
 }
 
 // The sequence's queued tokens are all evaluated; these are the logits after the last.
@@ -136,8 +212,15 @@ void Sequence::on_logits(const float* logits, int n_vocab) {
   sampler_->accept(t);
   generated_.push_back(t);
   std::string text = utf8_.push(generated_piece(tok, context_.empty() ? -1 : context_.back(), t));
-  if (on_token_ && !on_token_(t, text)) return finish(StopReason::callback);
-  if (static_cast<int>(generated_.size()) >= max_tokens_) return finish(StopReason::max_tokens);
+  if (on_token_) {
+    // A local reference: the callback may free this sequence (deferred until
+    // the step ends), which drops on_token_ and finishes the generation.
+    const std::shared_ptr<const TokenCallback> cb = on_token_;
+    const bool go_on = !*cb || (*cb)(t, text);
+    if (!want_generate_) return;  // finished inside the callback
+    if (!go_on) return finish(StopReason::callback);  // the refused token is not kept
+  }
+  if (static_cast<int>(generated_.size()) >= max_tokens_) return finish(StopReason::max_tokens, t);
   if (pos_ >= engine_->n_ctx_) return finish(StopReason::context_full);
   pending_.assign(1, t);
   pending_done_ = 0;
@@ -153,9 +236,8 @@ Engine::Engine(const Model& model, const EngineOptions& options)
       pool_(pool_options(options)),
       cache_(model.config(), options.n_seq_max, n_ctx_, options.k_type.value_or(default_cache_type(model)),
              options.v_type.value_or(default_cache_type(model))),
-      fwd_(model.config(), model.weights(), std::max(std::min(options.n_batch, n_ctx_ * options.n_seq_max),
-                                                     options.n_seq_max),
-           n_ctx_, pool_.size()),
+      fwd_(model.config(), options.weights ? *options.weights : model.weights(), forward_rows(options, n_ctx_), n_ctx_,
+           pool_.size()),
       slot_owner_(static_cast<size_t>(options.n_seq_max), nullptr) {}
 
 Engine::~Engine() = default;
@@ -202,6 +284,7 @@ void Engine::release(Sequence* seq) {
   if (in_step_) {
     // The step still holds pointers to it: silence it now, free it after.
     seq->on_token_ = nullptr;
+    seq->persistent_ = false;
     if (seq->state_ != SeqState::finished) seq->finish(StopReason::callback);
     deferred_release_.push_back(seq);
     return;
@@ -215,6 +298,15 @@ void Engine::release(Sequence* seq) {
   }
 }
 
+Engine::CallbackScope::CallbackScope(Engine& e) : e_(e) { e_.in_step_ = true; }
+
+Engine::CallbackScope::~CallbackScope() {
+  e_.in_step_ = false;
+  std::vector<Sequence*> dead;
+  dead.swap(e_.deferred_release_);
+  for (Sequence* s : dead) e_.release(s);
+}
+
 int Engine::n_active() const {
   int n = 0;
   for (const auto& s : seqs_)
@@ -226,13 +318,15 @@ int Engine::step() {
   check_not_in_step("stepping");
   batch_.clear();
   batch_seq_.clear();
+  batch_idx_.clear();
   const int budget = fwd_.max_tokens();
   auto take = [&](Sequence& s, int n) {
     for (int i = 0; i < n; ++i) {
       const size_t k = s.pending_done_ + static_cast<size_t>(i);
       const bool last = k + 1 == s.pending_.size();
-      batch_.add(s.pending_[k], s.pos_ + i, s.slot_, last);
+      batch_.add(s.pending_[k], s.pos_ + i, s.slot_, last || (s.all_out_ && k >= s.all_from_));
       batch_seq_.push_back(&s);
+      batch_idx_.push_back(k);
     }
   };
   // Decode tokens first: every generating sequence advances every step.
@@ -258,32 +352,34 @@ int Engine::step() {
   last_step_tokens_ = batch_.size();
   if (batch_.size() == 0) return n_active();
 
-  if (!fwd_.run(batch_, cache_, pool_, opt_.abort, opt_.abort_ctx))
-    fail(BRISK_ERR_CANCELLED, "step cancelled");
+  // From here on abort checks and token callbacks may run: calls that would
+  // change this engine are refused, and sequences freed meanwhile are
+  // released when the step ends.
+  CallbackScope scope(*this);
+  if (!fwd_.run(batch_, cache_, pool_, opt_.abort, opt_.abort_ctx)) fail(BRISK_ERR_CANCELLED, "step cancelled");
 
   // Advance positions, then hand out logits in batch order (a sequence's
   // callback may finish it, which frees its slot but not the object).
   int row = 0;
   const int n_vocab = model_.config().n_vocab;
-  in_step_ = true;
-  struct Leave {
-    Engine& e;
-    ~Leave() {
-      e.in_step_ = false;
-      std::vector<Sequence*> dead;
-      dead.swap(e.deferred_release_);
-      for (Sequence* s : dead) e.release(s);
-    }
-  } leave{*this};
   for (int i = 0; i < batch_.size(); ++i) {
     Sequence& s = *batch_seq_[static_cast<size_t>(i)];
+    const size_t k = batch_idx_[static_cast<size_t>(i)];
+    const float* logits = batch_.want_logits[static_cast<size_t>(i)] ? fwd_.logits(row++) : nullptr;
+    // Freed or stopped during this step (an abort check or an earlier
+    // callback): its queued tokens are gone.
+    if (s.state_ == SeqState::finished || k >= s.pending_.size()) continue;
     s.context_.push_back(batch_.tokens[static_cast<size_t>(i)]);
     ++s.pos_;
     ++s.pending_done_;
-    if (!batch_.want_logits[static_cast<size_t>(i)]) continue;
+    if (logits && s.all_out_ && k >= s.all_from_)
+      std::memcpy(s.all_out_ + (k - s.all_from_) * static_cast<size_t>(n_vocab), logits,
+                  sizeof(float) * static_cast<size_t>(n_vocab));
+    if (k + 1 != s.pending_.size()) continue;
     s.pending_.clear();
     s.pending_done_ = 0;
-    s.on_logits(fwd_.logits(row++), n_vocab);
+    s.all_out_ = nullptr;
+    s.on_logits(logits, n_vocab);
   }
   return n_active();
 }

@@ -19,6 +19,7 @@
 
 #include "core/tensor_type.h"
 #include "engine/common.h"
+#include "engine/memory_plan.h"
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -42,17 +43,21 @@ struct EngineOptions {
   // 0: read the machine's available memory; otherwise the budget in bytes
   // (tests use it to exercise the planner).
   uint64_t memory_budget = 0;
+  // Bytes already planned for other engines of the same job (ppl's base model).
+  uint64_t memory_reserved = 0;
+  // Rows of logits the caller keeps for all-position evaluation (planned only).
+  uint64_t kept_logits_rows = 0;
+  // The weight views to compute with; nullptr: the model's. Must outlive the
+  // engine (the evaluator points single matrices at other data).
+  const Weights* weights = nullptr;
 };
 
-// What a configuration needs, computed before anything is allocated.
-struct MemoryPlan {
-  uint64_t weights = 0;     // mapped model bytes
-  uint64_t kv = 0;          // all slots' caches
-  uint64_t scratch = 0;     // forward-pass buffers
-  uint64_t available = 0;   // what the machine can give
-  uint64_t total() const { return weights + kv + scratch; }
-};
-MemoryPlan plan_memory(const Model& model, const EngineOptions& options, int n_ctx);
+// The memory plan of this configuration (see engine/memory_plan.h).
+MemoryPlan plan_engine_memory(const Model& model, const EngineOptions& options, int n_ctx);
+// The plan, or BRISK_ERR_OUT_OF_MEMORY with the numbers if it does not fit:
+// what the Engine's constructor does first, for callers that want to refuse
+// before other work.
+MemoryPlan check_engine_memory(const Model& model, const EngineOptions& options);
 
 class Engine;
 
@@ -63,26 +68,44 @@ class Sequence {
  public:
   using TokenCallback = std::function<bool(int32_t token, const std::string& text)>;
 
-  // Queues tokens to evaluate (the prompt, or more of it later).
-  void add_tokens(const int32_t* tokens, size_t n);
-  // After the queued tokens are evaluated, generate up to max_tokens.
+  // Queues tokens to evaluate (the prompt, or more of it later). With
+  // all_logits, the logits after each of these tokens are written there as
+  // they are evaluated (n rows of n_vocab floats; the buffer must outlive
+  // the steps that evaluate them).
+  void add_tokens(const int32_t* tokens, size_t n, float* all_logits = nullptr);
+  // After the queued tokens are evaluated, generate up to max_tokens. The
+  // repetition penalty sees the last repeat_last_n tokens of the context
+  // (prompt included) on every path.
   void generate(const SamplerParams& sampling, int max_tokens, bool stop_at_eos, TokenCallback on_token);
-  // Forgets the tokens from `position` on (an idle sequence only); its
+  // The same with a sampler the caller owns (its random state carries over
+  // between generations; its penalty history is set from the context).
+  void generate(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCallback on_token);
+  // A persistent sequence keeps its slot when a generation stops: it goes
+  // back to idle, the last token evaluated if max_tokens was reached (a
+  // Session). Default: it finishes and gives its slot back.
+  void set_persistent(bool persistent) { persistent_ = persistent; }
+  // Forgets the evaluated tokens from position n on (idle sequences only);
   // logits are gone until more tokens are evaluated.
-  void truncate(int position);
+  void truncate(int n);
+  // After a failed step (cancelled): forget what was queued and go back to
+  // position n, keeping the logits from before.
+  void rollback(int n);
 
   SeqState state() const { return state_; }
   int position() const { return pos_; }
   StopReason stop_reason() const { return stop_; }
   const std::vector<int32_t>& generated() const { return generated_; }
   const std::vector<float>& logits() const { return logits_; }
+  const std::vector<int32_t>& context() const { return context_; }
   int slot() const { return slot_; }  // -1 once finished (the slot is given back)
 
  private:
   friend class Engine;
   friend struct SeqStateAccess;  // engine/seq_state.cpp saves and restores it
   Sequence(Engine& e, int slot) : engine_(&e), slot_(slot) {}
-  void finish(StopReason r);
+  void check_can_generate(int max_tokens) const;
+  void begin(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCallback on_token);
+  void finish(StopReason r, int32_t unevaluated = -1);
   void on_logits(const float* logits, int n_vocab);
 
   Engine* engine_;
@@ -95,8 +118,12 @@ class Sequence {
   bool want_generate_ = false;
   int max_tokens_ = 0;
   bool stop_at_eos_ = true;
-  std::unique_ptr<Sampler> sampler_;
-  TokenCallback on_token_;
+  std::unique_ptr<Sampler> own_sampler_;
+  Sampler* sampler_ = nullptr;  // own_sampler_ or the caller's
+  bool persistent_ = false;
+  float* all_out_ = nullptr;    // rows for pending_[all_from_..]
+  size_t all_from_ = 0;
+  std::shared_ptr<const TokenCallback> on_token_;
   Utf8Stream utf8_;
   std::vector<int32_t> generated_;
   std::vector<float> logits_;
@@ -133,9 +160,15 @@ class Engine {
   const MemoryPlan& memory_plan() const { return plan_; }
   // Tokens evaluated by the last step (prompt and decode), for statistics.
   int last_step_tokens() const { return last_step_tokens_; }
+  // True while a step runs (its forward pass, abort checks and callbacks):
+  // calls that change the engine or its sequences are refused then.
+  bool in_step() const { return in_step_; }
+  // Every matmul's input is shown to the observer (calibration statistics).
+  void set_observer(MatmulObserver* observer) { fwd_.set_observer(observer); }
 
  private:
   friend class Sequence;
+  friend struct SeqStateAccess;  // engine/seq_state.cpp restores into it
   const Model& model_;
   EngineOptions opt_;
   int n_ctx_;
@@ -148,7 +181,17 @@ class Engine {
   std::vector<Sequence*> slot_owner_;            // per KV slot; nullptr: free
   void free_slot(Sequence& s);
   std::vector<Sequence*> batch_seq_;              // the sequence each batch token belongs to
+  std::vector<size_t> batch_idx_;                 // and its index in that sequence's pending_
   int last_step_tokens_ = 0;
+  // While one exists, callbacks may run: changes are refused and freed
+  // sequences are released when it ends.
+  class CallbackScope {
+   public:
+    explicit CallbackScope(Engine& e);
+    ~CallbackScope();
+   private:
+    Engine& e_;
+  };
   bool in_step_ = false;                    // callbacks are running
   std::vector<Sequence*> deferred_release_;  // freed inside a callback
   void check_not_in_step(const char* what) const;

@@ -6,8 +6,8 @@ namespace {
 
 bool fits(const Model& model, EngineOptions& o, int n_ctx, int n) {
   o.n_seq_max = n;
-  const MemoryPlan p = plan_memory(model, o, n_ctx);
-  return p.available == 0 || p.total() <= p.available - p.available / 20;
+  const MemoryPlan p = plan_engine_memory(model, o, n_ctx);
+  return p.total() <= p.available - p.available / 20;  // the headroom Engine keeps
 }
 
 }  // namespace
@@ -17,7 +17,7 @@ int max_parallel(const Model& model, EngineOptions options, int cap) {
   if (options.memory_budget == 0) {
     // Read the machine's figure once so the search compares like with like.
     options.n_seq_max = 1;
-    options.memory_budget = plan_memory(model, options, n_ctx).available;
+    options.memory_budget = plan_engine_memory(model, options, n_ctx).available;
   }
   if (cap < 1 || !fits(model, options, n_ctx, 1)) return 0;
   int lo = 1, hi = cap;  // lo fits; find the largest that does

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "engine/seq_state.h"
 
 #include <cstring>
@@ -210,18 +211,17 @@ Sequence* SeqStateAccess::restore(Engine& engine, const SavedSequence& s) {
   return seq;
 }
 
+// A session is a one-slot engine whose sequence persists: its state is that
+// sequence's, plus the sampler the caller keeps.
 SavedSequence SeqStateAccess::capture(const Session& session, const Sampler* sampler, const int32_t* tokens,
-                                 size_t n_tokens) {
-  if (n_tokens != static_cast<size_t>(session.pos_))
-    fail(BRISK_ERR_INVALID_ARGUMENT, "the session holds " + std::to_string(session.pos_) + " tokens but " +
+                                      size_t n_tokens) {
+  const Sequence& seq = *session.seq_;
+  if (n_tokens != seq.context_.size())
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the session holds " + std::to_string(seq.context_.size()) + " tokens but " +
                                          std::to_string(n_tokens) + " were given");
-  if (session.last_logits_.empty())
-    fail(BRISK_ERR_INVALID_ARGUMENT, "the session has no logits (evaluate a token after a truncation) to save");
-  SavedSequence s = describe_cache(session.model_, session.cache_);
-  s.tokens.assign(tokens, tokens + n_tokens);
-  if (n_tokens && s.tokens.back() != session.last_token_)
-    fail(BRISK_ERR_INVALID_ARGUMENT, "the tokens given are not the ones the session evaluated (the last differs)");
-  s.logits = session.last_logits_;
+  if (!std::equal(tokens, tokens + n_tokens, seq.context_.begin()))
+    fail(BRISK_ERR_INVALID_ARGUMENT, "the tokens given are not the ones the session evaluated");
+  SavedSequence s = capture(seq);
   if (sampler) {
     s.has_sampler = true;
     s.sampler = sampler->p_;
@@ -230,23 +230,27 @@ SavedSequence SeqStateAccess::capture(const Session& session, const Sampler* sam
     s.rng = rng.str();
     s.recent.assign(sampler->recent_.begin(), sampler->recent_.end());
   }
-  rows_out(session.cache_, 0, s);
   return s;
 }
 
 void SeqStateAccess::restore(Session& session, Sampler* sampler, const SavedSequence& s) {
-  check_fits(s, session.model_, session.cache_, session.n_ctx_);
+  const Engine& e = session.engine_;
+  e.check_not_in_step("restoring a session");
+  Sequence& seq = *session.seq_;
+  check_fits(s, e.model(), e.cache(), e.n_ctx());
   if (s.tokens.empty()) fail(BRISK_ERR_BAD_FORMAT, "the state holds no tokens");
+  if (seq.state_ != SeqState::idle || seq.pending_.size() != seq.pending_done_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "restore a session only when it is idle");
   std::mt19937_64 rng;
   if (sampler && s.has_sampler) {
     std::istringstream in(s.rng);
     in >> rng;
     if (in.fail()) fail(BRISK_ERR_BAD_FORMAT, "the state's sampler generator cannot be read");
   }
-  rows_in(session.cache_, 0, s);
-  session.pos_ = static_cast<int>(s.tokens.size());
-  session.last_token_ = s.tokens.back();
-  session.last_logits_ = s.logits;
+  rows_in(e.cache(), seq.slot_, s);
+  seq.pos_ = static_cast<int>(s.tokens.size());
+  seq.context_ = s.tokens;
+  seq.logits_ = s.logits;
   if (sampler && s.has_sampler) {
     sampler->p_ = s.sampler;
     sampler->rng_ = rng;

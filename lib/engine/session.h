@@ -1,20 +1,18 @@
-// One sequence over a shared model: its KV cache, position, scratch and
-// threads. Used by one thread at a time.
+// One sequence over a shared model, as the C API's brisk_session offers it:
+// a one-slot Engine with a persistent sequence. Evaluation, generation
+// (sampling, stopping, UTF-8 streaming, callbacks, penalties, limits) and the
+// memory plan are the Engine's, so a session and a one-sequence engine give
+// the same tokens and text. Used by one thread at a time.
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/tensor_type.h"
-#include "engine/common.h"
-#include "kv/kv_cache.h"
-#include "model/forward.h"
-#include "model/model.h"
+#include "engine/engine.h"
 #include "sample/sampler.h"
-#include "threads/thread_pool.h"
 
 namespace brisk {
 
@@ -29,6 +27,7 @@ struct SessionOptions {
   bool pin_caller = false;  // also pin the constructing thread (thread 0)
   AbortCheck abort = nullptr;
   void* abort_ctx = nullptr;
+  uint64_t memory_budget = 0;  // 0: the machine's available memory
 };
 
 class Session {
@@ -41,34 +40,30 @@ class Session {
   // BRISK_ERR_CANCELLED if the abort check fired (the position is then
   // unchanged: the partial tokens are forgotten).
   void eval(const int32_t* tokens, size_t n, float* all_logits = nullptr);
-  const std::vector<float>& logits() const { return last_logits_; }
-  void reset();
+  const std::vector<float>& logits() const { return seq_->logits(); }
+  void reset() { truncate(0); }
   // Forgets tokens from position n on; logits must be recomputed by eval().
-  void truncate(int n);
+  void truncate(int n) { seq_->truncate(n); }
 
   // Called per generated token with its complete UTF-8 text; return false to stop.
-  using TokenCallback = std::function<bool(int32_t token, const std::string& text)>;
+  using TokenCallback = Sequence::TokenCallback;
   // Samples and evaluates up to max_tokens tokens after the current context.
+  // Afterwards the context holds the generated tokens, the last one
+  // included when max_tokens was reached (a later generate continues the
+  // text); a token the callback refused, or one past a full context, is not.
   StopReason generate(Sampler& sampler, int max_tokens, bool stop_at_eos, const TokenCallback& on_token,
                       size_t* n_generated);
 
-  int position() const { return pos_; }
-  int n_ctx() const { return n_ctx_; }
-  const Model& model() const { return model_; }
-  const ThreadPool& pool() const { return pool_; }
+  int position() const { return seq_->position(); }
+  int n_ctx() const { return engine_.n_ctx(); }
+  const Model& model() const { return engine_.model(); }
+  const ThreadPool& pool() const { return engine_.pool(); }
+  Engine& engine() { return engine_; }
 
  private:
   friend struct SeqStateAccess;  // engine/seq_state.cpp saves and restores it
-  const Model& model_;
-  SessionOptions opt_;
-  int n_ctx_;
-  ThreadPool pool_;
-  KVCache cache_;
-  Forward fwd_;
-  Batch batch_;
-  int pos_ = 0;
-  int32_t last_token_ = -1;  // the most recently evaluated token
-  std::vector<float> last_logits_;
+  Engine engine_;
+  Sequence* seq_;
 };
 
 }  // namespace brisk

@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -36,6 +37,18 @@ Forward::Forward(const ModelConfig& c, const Weights& w, int max_tokens, int n_c
     if (!w.rope_freq_factors.empty()) f /= w.rope_freq_factors[i];
     inv_freq_[i] = static_cast<float>(f);
   }
+}
+
+uint64_t Forward::scratch_bytes(const ModelConfig& c, int max_tokens, int n_ctx, int n_threads) {
+  const uint64_t T = static_cast<uint64_t>(max_tokens), th = static_cast<uint64_t>(n_threads);
+  // x, xn, tmp; q, att; k, v; gate, up; rope (cos, sin).
+  const uint64_t per_token = 3ull * c.n_embd + 2ull * c.q_dim() + 2ull * c.kv_dim() + 2ull * c.n_ff + c.rope_dim;
+  const uint64_t per_thread = kernels::attend_scores_floats(c.n_head / c.n_head_kv, n_ctx) +
+                              static_cast<uint64_t>(c.head_dim) + static_cast<uint64_t>(n_ctx) * c.head_dim;
+  // MatmulOp keeps up to three converted copies of an input (at most 2 bytes
+  // an element, F16; quantized formats take about 1).
+  const uint64_t acts = 3ull * T * static_cast<uint64_t>(std::max(c.n_embd, c.n_ff)) * 2ull;
+  return 4ull * (T * per_token + th * per_thread) + acts;
 }
 
 void Forward::embed(const Batch& b) {

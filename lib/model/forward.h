@@ -27,6 +27,10 @@ using AbortCheck = bool (*)(void* ctx);
 class Forward {
  public:
   Forward(const ModelConfig& config, const Weights& weights, int max_tokens, int n_ctx, int n_threads);
+  // Bytes the constructor's scratch (logits excluded: max_tokens * n_vocab
+  // floats) and the converted activations of its matmuls can come to: the
+  // memory plan's figure, kept next to the allocations it counts.
+  static uint64_t scratch_bytes(const ModelConfig& config, int max_tokens, int n_ctx, int n_threads);
 
   // Evaluates the batch, writing its keys and values into the cache, and
   // stores logits for the tokens with want_logits set, in batch order:

@@ -55,6 +55,7 @@ struct Weights {
   // and the output matrix when it shares them stay in the file.
   void pack_for_kernels();
   std::shared_ptr<void> packed_storage;  // owns the packed copies
+  uint64_t packed_bytes = 0;             // its size (already allocated: not planned again)
   // Bytes of all matrices (what a forward pass streams through).
   uint64_t matrix_bytes() const;
 };

@@ -83,6 +83,7 @@ void Weights::pack_for_kernels() {
     m->group_bytes = kernels::packed_group_bytes(m->type, m->cols);
   }
   packed_storage = std::move(buf);
+  packed_bytes = total;
 }
 
 }  // namespace brisk

@@ -32,6 +32,8 @@ class Sampler {
   int32_t sample(const float* logits, int n_vocab);
   // Records a token of the context for the repetition penalty.
   void accept(int32_t token);
+  // Forgets the recorded context (the random state stays).
+  void clear_history() { recent_.clear(); }
   void reset();
   const SamplerParams& params() const { return p_; }
 

@@ -18,7 +18,7 @@ uint64_t model_plan(const DoctorOptions& o, std::vector<Finding>* out) {
     EngineOptions eo;
     eo.n_seq_max = 1;
     eo.memory_budget = 1;  // the plan only; availability is checked under the root
-    const MemoryPlan p = plan_memory(*m, eo, resolve_context(*m, 0));
+    const MemoryPlan p = plan_engine_memory(*m, eo, resolve_context(*m, 0));
     out->push_back({"model", "ok", m->describe(), ""});
     return p.total();
   } catch (const Error& e) {
