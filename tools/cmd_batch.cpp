@@ -55,9 +55,7 @@ int cmd_batch(int argc, char** argv) {
                         "  brisk batch --merge OUT SHARD... joins shard outputs in input order.");
   // clang-format off
   opts.add_options()
-    ("m,model", "model file (GGUF)", cxxopts::value<std::string>())
     ("i,input", "input JSONL file", cxxopts::value<std::string>())
-    ("o,output", "output JSONL file (resumed if it exists; OUTPUT.batch.json records what made it)", cxxopts::value<std::string>())
     ("merge", "join shard outputs (the remaining arguments) into OUT in input order", cxxopts::value<std::string>())
     ("shard", "K/N: process the K-th (counting from 0, as JOB_COMPLETION_INDEX) of N interleaved slices", cxxopts::value<std::string>())
     ("parallel", "records generated at once (0 = the most the memory plan allows, at most 64 slots)", cxxopts::value<int>()->default_value("0"))
@@ -73,7 +71,6 @@ int cmd_batch(int argc, char** argv) {
     ("chat-template", "chat format: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
     ("ignore-eos", "keep generating after the end-of-sequence token")
     ("prefix-min", "shortest common prompt prefix (tokens) evaluated once and shared; 0 = no sharing", cxxopts::value<int>()->default_value("8"))
-    ("t,threads", "threads (0 = one per physical core)", cxxopts::value<int>()->default_value("0"))
     ("c,ctx-size", "context per sequence (0 = model's, at most 4096)", cxxopts::value<int>()->default_value("0"))
     ("b,batch-size", "most tokens per forward pass", cxxopts::value<int>()->default_value("512"))
     ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
@@ -86,6 +83,9 @@ int cmd_batch(int argc, char** argv) {
     ("json-summary", "same as --json")
     ("h,help", "show this help");
   // clang-format on
+  add_model_option(opts, "model (GGUF)");
+  add_output_option(opts, "output JSONL file (resumed if it exists; OUTPUT.batch.json records what made it)");
+  add_threads_option(opts);
   opts.allow_unrecognised_options();
   cxxopts::ParseResult args;
   try {

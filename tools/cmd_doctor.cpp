@@ -32,26 +32,18 @@ int cmd_doctor(int argc, char** argv) {
                         "do. Exits 1 if a check fails.");
   // clang-format off
   opts.add_options()
-    ("m,model", "also check this model (memory plan, its disk, read speed)", cxxopts::value<std::string>())
-    ("t,threads", "threads for the measurements (0 = what brisk would choose)", cxxopts::value<int>()->default_value("0"))
     ("duration", "seconds of load in the throttling test (0 skips it)", cxxopts::value<double>()->default_value("20"))
     ("quick", "a 3-second load test")
     ("files-only", "only read /proc and /sys: no measurements")
     ("root", "read /proc and /sys under this directory (a copy from another machine, or a test tree)", cxxopts::value<std::string>()->default_value(""))
-    ("json", "print the report as JSON")
-    ("h,help", "show this help");
+    ;
   // clang-format on
+  add_model_option(opts, "also check this model (memory plan, its disk, read speed)");
+  add_threads_option(opts);
+  add_json_option(opts, "on stdout instead of the text");
   cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "brisk doctor: error: %s (see 'brisk doctor --help')\n", e.what());
-    return 2;
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return 0;
-  }
+  int exit_code = 0;
+  if (!parse_command("doctor", opts, argc, argv, &args, &exit_code)) return exit_code;
   const int threads = args["threads"].as<int>();
   double duration = args.count("quick") ? 3.0 : args["duration"].as<double>();
   if (threads < 0 || !(duration >= 0 && duration <= 3600)) {

@@ -171,11 +171,13 @@ typedef struct brisk_model_options {
   int32_t verify;
   /* Non-zero: lock the model's pages in RAM (mlock) so they are never paged
    * out; when the OS refuses, BRISK_ERR_OUT_OF_MEMORY with the
-   * RLIMIT_MEMLOCK numbers. Default 0. Added in ABI 0.4. */
-  int32_t mlock;
+   * RLIMIT_MEMLOCK numbers. Default 0. Added in ABI 0.4 (64 bits wide so
+   * that it starts past the 0.3 struct's tail padding, which a program
+   * built against 0.3 may leave uninitialised). */
+  int64_t mlock;
   /* Non-zero: read the file into anonymous memory instead of mapping it
    * (network filesystems). Default 0. Added in ABI 0.4. */
-  int32_t no_mmap;
+  int64_t no_mmap;
 } brisk_model_options;
 
 BRISK_API void brisk_model_options_init_sized(brisk_model_options *options, size_t size);

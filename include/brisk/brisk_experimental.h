@@ -81,6 +81,7 @@ typedef struct brisk_doctor_options {
 
 typedef struct brisk_doctor_report brisk_doctor_report;
 
+/* Added in ABI 0.4. */
 BRISK_API void brisk_doctor_options_init_sized(brisk_doctor_options *options, size_t size);
 #define brisk_doctor_options_init(options) brisk_doctor_options_init_sized((options), sizeof(*(options)))
 /* Runs the checks. Added in ABI 0.4. */

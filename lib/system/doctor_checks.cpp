@@ -267,7 +267,7 @@ void check_disk(const DoctorOptions& o, std::vector<Finding>* out) {
     return;
   }
   f.value = "'" + o.model_path + "' is on " + fstype + " (" + source + ", mounted at " + best_mp + ")";
-  static const char* kNetwork[] = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "fuse.sshfs",
+  static const char* const kNetwork[] = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "fuse.sshfs",
                                    "fuse.s3fs", "fuse.gcsfuse", "afs", "lustre", "virtiofs", "fuse.rclone"};
   for (const char* n : kNetwork) {
     if (fstype == n) {
