@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Developer micro-benchmark of one matmul kernel, single thread, no engine:
 // how many multiply-adds per second a weight type's gemm reaches for a given
 // number of activation columns, and the weight-read bandwidth that implies.

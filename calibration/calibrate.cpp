@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "calibration/calibrate.h"
 
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk calibrate: run a model over the user's text and record the
 // activation statistics of every weight matrix (see stats.h), resumably.
 #pragma once

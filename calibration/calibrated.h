@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk quantize --calibration: importance-weighted quantization, optional
 // automatic per-tensor precision within a size budget, the recipe written
 // into the model's metadata, and a report (Markdown + JSON) with quality

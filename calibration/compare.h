@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk compare: greedy continuations of the same prompts from two models
 // (say the source and a quantized file), and where they part.
 #pragma once

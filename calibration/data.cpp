@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "calibration/data.h"
 
 #include <xxhash.h>

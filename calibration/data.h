@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The user's text for calibration and evaluation: plain text files, JSONL
 // (one JSON object per line, text in a chosen field), or directories of
 // either (every regular file, sorted by path). Each source is split into a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Evaluates independent chunks of tokens, each from a fresh KV cache, and
 // exposes the logits of every position: what perplexity, KL divergence,
 // calibration statistics and sensitivity measurement all need. A one-slot

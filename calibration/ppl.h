@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Perplexity and, against a base model, KL divergence, with llama.cpp's
 // llama-perplexity protocol by default:
 //   the text is tokenized as one string with BOS; it is cut into

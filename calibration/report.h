@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The calibration report written beside a calibrated model: what data was
 // used (with hashes), how many tokens, the per-tensor recipe, size, bits per
 // weight and quality on held-out text. Markdown for people, JSON for tools.

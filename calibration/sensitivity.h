@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Automatic per-tensor precision. For every weight matrix and candidate type
 // we predict the damage (mean KL divergence of the output against the source
 // model) that quantizing that matrix alone would do, then choose one type per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Activation statistics of every weight matrix and the file that holds them.
 //
 // The file is a GGUF in llama.cpp's imatrix layout (general.type "imatrix",

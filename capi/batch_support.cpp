@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_model_identity: what `brisk batch` and saved states use to tie
 // their files to a model.
 #include "guard.h"

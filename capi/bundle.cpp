@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_verify, brisk_add_manifest, brisk_pack, brisk_unpack.
 #include <string>
 

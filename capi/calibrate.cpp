@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_calibrate over calibration/calibrate.
 #include <string>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_convert_*: Hugging Face and llama2.c checkpoints to GGUF.
 #include <string>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_doctor_*: the system checks of `brisk doctor` for any program.
 #include "guard.h"
 #include "handles.h"

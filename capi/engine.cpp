@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_engine_* and brisk_sequence_*: many sequences per step.
 #include <algorithm>
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The boundary between C++ and C: run a body, turn any exception into a
 // brisk_status and remember the message for brisk_last_error().
 #pragma once

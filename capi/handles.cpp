@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Handle checks, the quarantine of freed handle shells, model reference
 // counts and deferred frees (see handles.h).
 #include "handles.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the opaque handles of brisk.h hold, and how a bad handle is caught.
 //
 // Every handle begins with a HandleHeader: a magic number per type while it

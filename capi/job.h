@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_*_options callbacks -> bundle::Job (progress, abort, warnings).
 #pragma once
 #include <memory>

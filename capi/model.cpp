@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_model_* and tokenization.
 #include <string>
 #include <vector>

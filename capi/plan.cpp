@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_engine_max_sequences: how many sequences fit the memory plan, asked
 // before creating an engine (`brisk serve --parallel auto`, `brisk batch`).
 #include "engine/max_parallel.h"

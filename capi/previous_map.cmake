@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cmake -DIN=brisk.map -DOUT=previous.map -P previous_map.cmake
 # Writes brisk.map without its last version node (the newest ABI minor).
 file(READ ${IN} map)

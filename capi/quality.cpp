@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_perplexity (PPL, KL divergence) and brisk_compare (greedy outputs of
 // two models side by side) over calibration/.
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_quantize: options in, lib/quantize (and calibration/ for the
 // calibrated paths) underneath.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_*_save_state / brisk_*_load_state: contexts saved to disk and resumed.
 #include "engine/seq_state.h"
 #include "guard.h"

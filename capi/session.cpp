@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_session_*, brisk_sampler_* and brisk_generate.
 #include <algorithm>
 #include <string>

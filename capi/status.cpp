@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Versions, status names and the thread-local last error.
 #include <string>
 

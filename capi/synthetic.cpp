@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_synthesize_model and friends.
 #include <stdlib.h>
 #include <unistd.h>

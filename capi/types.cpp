@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Type names for callers (brisk_type_name / brisk_type_from_name), and the
 // compile-time ties between the engine's enums and the public ones: the C API
 // converts between them with static_cast, which is only right while the

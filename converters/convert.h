@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Converters from other checkpoint formats to GGUF. Both stream: sources
 // are memory-mapped and converted one tensor at a time, and the output is
 // written atomically with a checksum manifest (lib/bundle/manifest.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "converters/hf_config.h"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // config.json of a Hugging Face causal LM, reduced to what a GGUF needs.
 // Supported: LlamaForCausalLM and MistralForCausalLM (GGUF arch "llama",
 // Q/K rows permuted for GGUF's rope layout) and Qwen2ForCausalLM ("qwen2",

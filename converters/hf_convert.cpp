@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hugging Face safetensors directory -> GGUF, following llama.cpp's
 // convert_hf_to_gguf.py for LlamaForCausalLM, MistralForCausalLM and
 // Qwen2ForCausalLM: same tensor names, metadata keys and Q/K permutation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading the small files of a Hugging Face model directory.
 #pragma once
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // llama2.c checkpoints (karpathy/llama2.c run.c, "legacy" version 0):
 //   int32 dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len
 //   (vocab_size < 0: the classifier is not shared with the embeddings), then

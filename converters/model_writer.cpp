@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "converters/model_writer.h"
 
 #include <algorithm>

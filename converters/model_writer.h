@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The part of conversion shared by every source format: choosing each
 // tensor's storage type, converting rows (F32/F16/BF16 source -> any type
 // brisk writes, via quant::quantize_row), and writing the GGUF with its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "converters/safetensors.h"
 
 #include <algorithm>

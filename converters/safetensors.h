@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reader for Hugging Face .safetensors files: an 8-byte little-endian header
 // length N, N bytes of JSON describing every tensor (dtype, shape, byte range
 // relative to the end of the header), then the raw data.

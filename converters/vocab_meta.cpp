@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "converters/vocab_meta.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writing a vocabulary (brisk::VocabData, what lib/tokenizer reads and
 // produces) as GGUF tokenizer.ggml.* metadata, the inverse of read_gguf_vocab.
 #pragma once

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ctest: refuse_damaged.sh BUNDLE COMMAND...
 # Runs COMMAND on a copy of BUNDLE with one byte flipped; passes only if it
 # fails and reports a checksum (or format) error. Without BUNDLE (no test

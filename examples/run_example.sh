@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ctest wrapper for the examples: run_example.sh EXPECTED COMMAND...
 # Runs COMMAND with the shared test model appended as its last argument and
 # fails unless it exits 0 and prints EXPECTED. Without the model the test is

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ctest wrapper for examples that need the shared test data:
 #   run_with_data.sh EXPECTED DATAFILE... -- COMMAND ARG...
 # Every DATAFILE (a path under the test data root) must exist, else the test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The .brisk bundle reader in checking mode. The first byte picks how the
 // rest is used: odd -> raw bundle bytes (frame, manifest, stream); even ->
 // [u16 manifest length][manifest JSON][zstd stream], framed here with a

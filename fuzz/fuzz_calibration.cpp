@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Calibration statistics (imatrix) files: read, then used as brisk uses
 // them: importance for weighted quantization (preset, and the automatic
 // per-tensor precision with target_bpw), and as the partial file of a

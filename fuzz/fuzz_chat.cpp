@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_chat_render through the C API with fuzzed template names, model
 // templates (tokenizer.chat_template), roles and contents, then the
 // rendered prompt tokenized as the docs say (ADD_BOS | PARSE_SPECIAL) with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GGUF reader, then what brisk does with a parsed file's metadata: the
 // checksum manifest (verify), the model configuration and the vocabulary.
 #include "bundle/verify.h"

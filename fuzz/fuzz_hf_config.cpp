@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // config.json and the special-token files (tokenizer_config.json,
 // generation_config.json) that the HF converter reads.
 #include "converters/hf_config.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A Hugging Face tokenizer.json loaded as brisk's HF tokenizer (normalizers,
 // pre-tokenizers with their PCRE2 regexes, BPE/byte-level models, added
 // tokens), then used on text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // llama2.c checkpoint + tokenizer.bin conversion through the C API
 // (brisk_convert_llama2c) into a scratch directory, then the converted model
 // opened. Input: [type byte][u32 checkpoint length][checkpoint][tokenizer].

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_model_open end to end through the C API: the input is a model file
 // (GGUF -> config -> weights -> tokenizer), opened three ways (full, vocab
 // only, with checksum verification). Whatever opens is then used as a

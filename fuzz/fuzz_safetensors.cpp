@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safetensors header parser on arbitrary bytes; every tensor it accepts
 // must lie inside the input (touching each byte lets ASan check that).
 #include "converters/safetensors.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The sampler on hostile logits (NaN, +-Inf, huge, denormal, ties) with
 // every option, validated as brisk_sampler_create validates them.
 // Input: [temperature f32][top_k i32][top_p f32][min_p f32][repeat_penalty f32]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tokenizer's encode path on real vocabularies: arbitrary bytes (mostly
 // invalid UTF-8) are encoded, the ids decoded back in one go and streamed
 // token by token as the engine streams generated text (generated_piece +

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tokenizer.json as the HF converter reads it (lib/tokenizer's
 // load_hf_vocab), then the tokenizer a converted model would load, used once.
 #include "fuzz_util.h"

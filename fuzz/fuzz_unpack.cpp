@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bundle unpacking's write path: the bundle is streamed, decompressed and
 // hashed into a GGUF in a scratch directory (what brisk_unpack does, with
 // decompression capped at 16 MiB per input). A failure must leave no file

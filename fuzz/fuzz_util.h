@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the fuzz targets: expected failures are brisk::Error; anything
 // else (another exception, a crash, a sanitizer report) is a finding.
 #pragma once

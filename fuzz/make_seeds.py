@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the seed files of the fuzz corpora (standard library only).
 
 usage: make_seeds.py CORPUS_DIR [BRISK_CLI]

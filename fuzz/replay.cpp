@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // main() for the normal (GCC, no libFuzzer) build: runs a target's
 // LLVMFuzzerTestOneInput once on every file of the directories or files
 // given, so ctest replays each committed corpus. An empty corpus fails: a

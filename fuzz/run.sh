@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every fuzz target (or the ones named) for SECONDS each under
 # ASan+UBSan with libFuzzer. Findings and the grown corpora go to OUT_DIR,
 # outside the repository; the committed corpus fuzz/corpus/<target> is read

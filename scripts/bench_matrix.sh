@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The benchmark matrix of issues 3 and 5 on TinyLlama-1.1B-shaped random
 # models (made with `brisk synth` / `brisk quantize`, kept in $MODELS):
 #   single-stream prompt speed (pp512) and decode speed (after the 512-token

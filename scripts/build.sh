@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Configures and builds brisk (Release) into ./build. Extra arguments go to cmake.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Quality benchmarks of calibrated quantization on the logstories test model
 # (docs/calibration.md). Usage: scripts/calib_bench.sh [CHUNK_OPTS]
 #   default CHUNK_OPTS "--chunks 200 --spread" (an evenly spaced 20 % sample of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # README command (A): install dependencies, build, make a random-weight model
 # in the shape of a real one (no download) and generate text with it.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs everything brisk needs to build and test, from Debian 12 packages only.
 # Idempotent: packages already present are skipped by apt; safe to run again.
 set -euo pipefail

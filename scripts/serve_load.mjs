@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // Load test for `brisk serve` (or any OpenAI-compatible server): streaming
 // completions from 1, 8 and 32 concurrent clients; reports aggregate
 // generated tokens/s, time to first token p50/p99 and errors per level.

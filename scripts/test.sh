@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # README command (B): install dependencies, build, and run every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."

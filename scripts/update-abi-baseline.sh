@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Regenerates abi/libbrisk.abi, the ABI baseline tests/package/abi_check.sh
 # compares libbrisk against, from a Release build:
 #   scripts/update-abi-baseline.sh [BUILD_DIR]      (default: build)

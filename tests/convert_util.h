@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers for the [convert] and [bundle] tests: file bytes, greedy text
 // through brisk.h, and converting the shared stories260K checkpoints.
 #pragma once

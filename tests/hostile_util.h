@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile-input tests run the code under test in a forked child: a crash or a
 // runaway allocation then fails one test instead of the suite, the address
 // space is capped (RLIMIT_AS) so a regression cannot take the machine's

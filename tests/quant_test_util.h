@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Small helpers shared by the quantization and reference-kernel tests.
 #pragma once
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Option structs grow at the end: a caller built against an older, smaller
 // struct must get only the bytes it has, and the library must read only those.
 #include <brisk/brisk.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `brisk batch` as a user runs it: greedy records equal `brisk run`, bad
 // records become error lines, a run killed at random points resumes to the
 // very bytes of an uninterrupted one, shards merge to the straight run.

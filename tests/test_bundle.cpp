@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checksum manifests and .brisk bundles: every flipped byte is found and
 // named; damaged or truncated bundles never leave an output file.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Calibration mechanics: importance lowers the weighted error, statistics
 // files (ours and llama.cpp's) read back, stop/resume gives the same result,
 // the size budget holds, recipe and data hashes are recorded, and evaluating

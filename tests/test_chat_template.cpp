@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Chat template families: detection from real templates and rendering.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The `brisk` command as a user runs it: output, help, and one clear error
 // with a non-zero exit for every kind of bad input.
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Converters against llama.cpp's own files for stories260K: the Hugging Face
 // folders and the llama2.c checkpoint must give the same tensors (byte for
 // byte) and the same greedy text as the GGUFs llama.cpp made.

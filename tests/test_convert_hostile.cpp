@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Converter inputs from untrusted files: safetensors headers, config.json,
 // index files and llama2.c checkpoints that are truncated, inconsistent or
 // hand-crafted to lie. Each must fail with a clear error, never crash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Finding ../shared test data. Tests call test_file("models/x.gguf"): it
 // returns the path, or skips the test with a message when the data is absent,
 // except under CI=true, where a missing file fails the test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `brisk doctor` on fake /proc and /sys trees: each WARN and FAIL path, a
 // healthy machine, cgroup v1 and v2 quotas, network filesystems.
 #include <catch2/catch.hpp>

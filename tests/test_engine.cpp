@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The engine: sequences decoded together give exactly what they give alone.
 #include <brisk/brisk.h>
 #include <brisk/brisk_experimental.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What fuzzing found (inputs in fuzz/corpus/*/crash-*), checked by what the
 // fix promises: one clear error, no output. The corpus replay alone cannot
 // tell these apart from success outside a sanitizer build.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GGUF reader: real files parse; every kind of damage gives a clean error.
 #include <catch2/catch.hpp>
 #include <cstdio>

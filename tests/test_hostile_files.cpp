@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Files that lie about their counts: each must be refused with one clear
 // error, in bounded memory, before anything is sized by the lie. Inputs are
 // made at test time from the shared models or from scratch.

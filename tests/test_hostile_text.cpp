@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile text and numbers: special tokens that prefix each other, NaN/Inf
 // logits, control-token text inside chat messages, and the temporary files
 // every writer goes through.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // MatmulOp (model/matmul_op.h): a pass split over threads (ranges, steps,
 // steals, read-ahead between passes) computes what one thread computes, bit
 // for bit, whatever the kernels of the pass's matrices.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scalar reference matrix kernels: the matmul.h contract (strides, tile
 // shape, nothing written outside the tile), agreement with an exact dot of
 // the decoded operands, and closeness to the unquantized float result.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SIMD matrix kernels (avx2/, avx512/) against scalar ground truth.
 //
 // Two references: an independent one written here from ggml's definitions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory plan: limits read from a fake /proc and /sys/fs/cgroup (v1, v2,
 // MemAvailable, unreadable), every buffer counted, impossible configurations
 // refused with the numbers before allocating, through the C API and the CLI.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // End-to-end through brisk.h: the reference texts and logits of the shared models.
 #include <brisk/brisk.h>
 

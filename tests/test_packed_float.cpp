@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Packed F16 / BF16 weights (kernels/packed.h): the layout round trip, the
 // "F32 + BF16" activation columns, and the scalar and AVX-512 gemms against a
 // double-precision reference, on both sides of kPackedFloatBatchCols: exact

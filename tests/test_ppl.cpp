@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_perplexity against the float64 reference perplexities of stories260K
 // (models/reference/*.ppl.*.json: they state their protocol, which we repeat).
 #include <catch2/catch.hpp>

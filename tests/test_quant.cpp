@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Round trips, edge cases and half-precision bit patterns for quant.h.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bit-exactness against files written by llama.cpp's llama-quantize (no
 // importance matrix): quantizing the F32 original with brisk must give the
 // very bytes llama.cpp stored, tensor by tensor.

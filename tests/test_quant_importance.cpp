@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importance-weighted quantization: the weighted error it reaches must beat
 // plain (ggml reference) quantization when importance is skewed, and never
 // be worse, since every block keeps the better of the two encodings.

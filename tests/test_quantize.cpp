@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk_quantize against llama-quantize's own files: same tensor order, same
 // types, the very same bytes; metadata as llama.cpp writes it.
 #include <catch2/catch.hpp>

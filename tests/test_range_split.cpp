@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RangeSplit: every unit handed out exactly once, owners walk their own
 // stretch front to back, and idle threads take over a slow thread's work.
 #include <atomic>

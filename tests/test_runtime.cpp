@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One runtime: a session and a one-sequence engine generate the same tokens
 // and text (UTF-8 split across tokens, stops by callback, max tokens and a
 // full context, with the pending bytes flushed at the end on every path),

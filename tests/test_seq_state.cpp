@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Saved state: a context written to disk and read back continues exactly as
 // if it had never stopped; other models, other cache types and damaged files
 // are refused with the reason. Also the loading options (no_mmap, mlock).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What `brisk serve` needs from the C API: truncating a fork (the prefix
 // cache), the largest engine the memory plan allows (--parallel auto) and
 // OpenAI-style penalties in the sampler.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Byte-level BPE parity with llama.cpp on its vocab test files.
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Special tokens, end-of-generation, and inputs that must never break the
 // tokenizer: invalid UTF-8, empty text, huge lines, broken vocabularies.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tokenizers built from Hugging Face tokenizer.json agree with the GGUF ones.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SentencePiece-style tokenizer parity with llama.cpp, and Utf8Stream.
 #include <catch2/catch.hpp>
 

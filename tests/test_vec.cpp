@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention vector kernels: every ISA the machine runs agrees with the reference.
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers for the tokenizer tests: llama.cpp's vocab test files and text.
 #pragma once
 #include <fstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The interactive part of `brisk run --chat`: read a user turn per line,
 // render the whole conversation with the model's chat template, evaluate only
 // what the session has not seen yet, and stream the reply. When the history

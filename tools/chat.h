@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `brisk run --chat`: an interactive, multi-turn conversation on stdin/stdout.
 #pragma once
 #include <string>

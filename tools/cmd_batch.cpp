@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk batch: run every record of a JSONL file through one engine, as many
 // sequences at once as memory allows, into a JSONL output that a killed or
 // power-cut run continues without losing, repeating or tearing a record.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cmd_batch_io.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Files of `brisk batch`: the JSONL input split into records, the output
 // journal that survives kill -9 and power cuts, the sidecar that ties an
 // output to its model, input and options, and the merge of shard outputs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One `brisk batch` record turned into a request: parsed from its JSON line,
 // rendered (chat template) and tokenized, or an error saying why not.
 #pragma once

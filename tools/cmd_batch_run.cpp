@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cmd_batch_run.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The run of `brisk batch`: engine, scheduling, shared prefixes, ordered and
 // synced output, progress.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk bench: how fast does a model run on this machine, alone and with many
 // sequences at once? Every figure is a median over repetitions, and decode
 // speed is taken over the last tokens only (steady state, not the first burst).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk calibrate: activation statistics of a model over your own text, for
 // brisk quantize --calibration. Ctrl-C saves a partial file; --resume continues it.
 #include <cstdio>

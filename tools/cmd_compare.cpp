@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk compare: greedy outputs of two models on the same prompts, side by side.
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk convert: Hugging Face or llama2.c checkpoints to GGUF.
 #include <sys/stat.h>
 

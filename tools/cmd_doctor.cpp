@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk doctor: what on this machine slows brisk down, and what to do about it.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk pack / brisk unpack: .brisk bundles (zstd-compressed GGUF with checksums).
 #include <algorithm>
 #include <cstdio>

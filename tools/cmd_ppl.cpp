@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk ppl: perplexity with llama-perplexity's protocol and, against a base
 // model, KL divergence and same-top-token rate (llama.cpp's --kl-divergence).
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk quantize: F32/F16 GGUF -> quantized GGUF, llama-quantize's choices,
 // optionally calibrated (importance-weighted, automatic per-tensor precision).
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk run: evaluate a prompt and stream a continuation to stdout.
 // stdout carries only the prompt and the generated text; everything else
 // (speeds, errors; with --json the timings as JSON) goes to stderr so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk synth: write a model with random weights in the shape of a real one.
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk tokenize: show how a model's vocabulary splits text.
 #include <cstdio>
 #include <cxxopts.hpp>

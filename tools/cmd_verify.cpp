@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk verify: recompute a model's (or bundle's) checksums; --add-manifest
 // gives a GGUF without one a manifest.
 #include <unistd.h>

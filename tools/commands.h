@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Entry points of the subcommands; argv[0] is the subcommand's name.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers shared by the subcommands: the options every command spells the
 // same way, error reporting, JSON output and timing. (Progress and Ctrl-C:
 // progress.h.)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --mlock and --no-mmap, the same on every command that loads a model.
 #pragma once
 #include <cxxopts.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `brisk`: one command, many subcommands. Each subcommand lives in its own
 // file and is a thin client of brisk.h.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one progress display of the `brisk` commands, and their Ctrl-C
 // handling. Header-only so the test suite can drive it with its own clock.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* generate: open a model, tokenize a prompt, stream a continuation.
  *
  *   generate MODEL.gguf [PROMPT] [N_TOKENS]

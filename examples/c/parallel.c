@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parallel: one thread drives four sequences through an engine.
  *
  *   parallel MODEL.gguf [N_TOKENS]

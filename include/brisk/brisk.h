@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * brisk.h: the stable C interface of the brisk inference engine (C99).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * brisk_experimental.h: calls of libbrisk that may still change (C99).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bundle manifest's JSON form and its validation. The JSON comes from
 // an untrusted file, so every field is type- and range-checked and
 // nlohmann::json is used without exceptions (parse errors are values).

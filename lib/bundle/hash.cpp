@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bundle/hash.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // XXH3-128 checksums as the manifest and the bundle format record them: 32
 // lower-case hex digits of the canonical (big-endian) form, so the text is the
 // same on every machine and matches `xxhsum -H2`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bundle/job.h"
 
 #include <algorithm>

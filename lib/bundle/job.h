@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a long-running file operation (convert, verify, pack, unpack) is given
 // by its caller: where to report progress, how to ask whether to stop, where
 // to send warnings. All three are optional and are only ever called from the

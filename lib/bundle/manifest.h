@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The checksum manifest that brisk embeds in every GGUF it writes (the key
 // names and exact hashing rules are documented in docs/manifest.md).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Packing and unpacking .brisk bundles (layout in pack.h, docs/manifest.md).
 #include "bundle/pack.h"
 

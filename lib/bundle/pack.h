@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // .brisk bundles: one zstd-compressed GGUF with a checksum manifest in front,
 // so that unpacking can verify every byte as it streams (format:
 // docs/manifest.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bundle/parallel.h"
 
 #include <chrono>

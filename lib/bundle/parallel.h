@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs independent tasks on worker threads while the calling thread reports
 // progress and polls the caller's cancel callback (Job callbacks are only
 // ever called from the caller's thread). Used to hash tensors and to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading .brisk bundles: every byte of the GGUF is hashed as it leaves the
 // decompressor, segment by segment, and compared with the bundle manifest
 // before anything is renamed into place.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bundle/verify.h"
 
 #include <algorithm>

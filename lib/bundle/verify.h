@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checking a GGUF file against its embedded manifest, and adding a manifest
 // to a file that has none.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Output files that appear complete or not at all: bytes go to a temporary
 // file beside the target (same directory, so the final rename is atomic), and
 // only commit() renames it into place. Destroying an uncommitted AtomicFile

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/cpu.h"
 
 #include <cpuid.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the CPU and the OS together allow: an instruction set counts only if
 // CPUID reports it and XGETBV shows the OS saves the register state it needs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Errors inside the engine are C++ exceptions carrying a brisk_status code and a
 // one-line message. capi/ catches every exception at the boundary and turns it
 // into a status plus brisk_last_error(); nothing else ever sees them.

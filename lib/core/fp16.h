@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IEEE half and bfloat16 conversions, bit-exact with ggml's scalar versions
 // (round to nearest even; NaN kept as NaN).
 #pragma once

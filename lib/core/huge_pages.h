@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Anonymous memory for large buffers the kernels stream through (repacked
 // weights, the KV cache, the bandwidth probe): aligned to 2 MB and advised for
 // transparent huge pages, so the TLB covers it with a few entries and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JSON read from files is checked for nesting depth before it is parsed:
 // nlohmann::json copies, compares and dumps values recursively, so a document
 // nested a few hundred thousand levels deep overflows the stack long after the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A read-only memory map of a whole file. Opening checks that the path is a
 // regular, readable file so that directories and devices fail with a clear message.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/tensor_type.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GGML tensor types as stored in GGUF (ids are ggml's and never change), with
 // their block geometry. Only types brisk can compute with are "supported";
 // the rest are still known by name so errors can say what a file contains.

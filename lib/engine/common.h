@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pieces shared by Session (one sequence) and Engine (many).
 #pragma once
 #include <string>

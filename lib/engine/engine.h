@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Many sequences per weight read: the Engine owns the thread pool, a KV cache
 // with one slot per concurrent sequence, and the scheduler.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "engine/max_parallel.h"
 
 namespace brisk {

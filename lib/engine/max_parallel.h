@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The largest number of sequence slots the memory plan allows, so a batch
 // run can use as many as fit without trial and error.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "engine/memory_plan.h"
 
 #include <unistd.h>

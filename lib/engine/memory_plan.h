@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How much memory a configuration needs and how much the machine can give,
 // computed before anything is allocated, so that "too many sequences" or "too
 // long a context" is one clear error with the numbers instead of swapping or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A sequence's state on disk: its evaluated tokens, their KV cache rows, the
 // logits after the last token and (for sessions) the sampler's state, so a
 // later process continues exactly where this one stopped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "engine/session.h"
 
 #include "core/error.h"

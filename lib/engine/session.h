@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One sequence over a shared model, as the C API's brisk_session offers it:
 // a one-slot Engine with a persistent sequence. Evaluation, generation
 // (sampling, stopping, UTF-8 streaming, callbacks, penalties, limits) and the

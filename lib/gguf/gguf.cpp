@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "gguf/gguf.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GGUF reader (versions 2 and 3) over a memory-mapped file.
 //
 // Parsing validates everything up front: every count, length and offset is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "gguf/writer.h"
 
 #include <algorithm>

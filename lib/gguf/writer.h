@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GGUF v3 writer. Metadata and tensor descriptions are collected first; then
 // write() streams the header and asks for each tensor's bytes in turn, so a
 // converter or quantizer holds one tensor in memory at a time. Output goes to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Picks the instruction set once at start-up (first use) and the per-type
 // kernel tables from it.
 #include <cstdlib>

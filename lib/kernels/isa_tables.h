@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Each instruction set's file exports one lookup; dispatch.cpp picks among them.
 // A lookup returns nullptr for types that ISA does not (yet) accelerate, and the
 // dispatcher then falls back to the next lower ISA.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Matrix kernels: one table per weight type, one table per instruction set.
 //
 // A matmul computes out[c][r] = dot(W row r, x column c) for a tile of weight

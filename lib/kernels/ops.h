@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Small vector ops of the forward pass (everything but the matmuls). These are
 // a few percent of a step's time, so they are written once, plainly, for the
 // compiler to vectorise; only the matmuls have per-ISA variants.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Interleaved ("packed") weight layout for Q4_0, Q8_0, Q4_K, Q6_K, F16 and
 // BF16, made once at load so the SIMD kernels read one contiguous stream and
 // one activation load feeds 16 rows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Software prefetch of weight streams, shared by the SIMD kernels. SSE
 // intrinsics only, so a file of any ISA may include it; everything here is
 // `static` (see avx512/common.h on the ODR caution), so each file keeps its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Vector kernels of attention: cache rows to floats, dot products and
 // scaled accumulation. Attention does not batch across sequences the way the
 // matmuls do, so with many sequences or long contexts these matter; they have

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Keys and values of every layer for a fixed number of sequence slots.
 // Each (layer, slot, KV head) owns n_ctx consecutive rows of head_dim values
 // stored in the cache type; a row is written once when its token is evaluated

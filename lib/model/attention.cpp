@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scaled dot-product attention of every batch token over its own slot's
 // cache. Causality comes from positions: a token at position p reads cache
 // rows 0..p of its slot, which already hold this batch's earlier tokens of

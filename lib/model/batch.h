@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The work of one forward pass: tokens from any number of sequences, each
 // with its position and KV slot. A token attends to positions 0..pos of its
 // own slot, which includes the tokens of its sequence earlier in this batch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model/config.h"
 
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hyper-parameters of a llama-family model, read from GGUF metadata.
 #pragma once
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The forward pass of a llama-family transformer over a Batch.
 //
 //   x = embed(tokens)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model/identity.h"
 
 #include <algorithm>

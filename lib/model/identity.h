@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A model file's identity: what a saved state, a resumable batch or a prompt
 // cache is tied to, so one made with another model is refused.
 #pragma once

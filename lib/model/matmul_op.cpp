@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model/matmul_op.h"
 
 #include <algorithm>

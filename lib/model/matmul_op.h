@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A threaded matrix multiply over a batch: out[c][r] = W row r · x column c.
 // The activations are converted once to the kernel's input format (and the
 // conversion is reused when the next matrix reads the same input in the same

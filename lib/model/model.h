@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A loaded model: the mapped GGUF file, its configuration, its weights bound
 // in place and its tokenizer. Immutable after open(); share it freely between
 // threads and sessions.

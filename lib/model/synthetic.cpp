@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model/synthetic.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Models with random weights in the shapes of real ones, for benchmarks and
 // tests that need a model larger than anything shipped as test data. The
 // vocabulary is a made-up SentencePiece-style one, so text goes in and out.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model/weights.h"
 
 #include "core/error.h"

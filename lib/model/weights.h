@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The model's tensors bound to the mapped GGUF file, checked against the
 // configuration. Matrices stay in the mapping (zero-copy); small vectors
 // (norms, biases) are converted to owned float arrays at load.

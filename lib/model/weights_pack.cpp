@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Load-time repacking of weight matrices into the kernels' packed layout.
 // The copy lives in anonymous memory advised for transparent huge pages (the
 // kernels stream it linearly; 2 MB pages spare the TLB), and the file pages it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Block layouts, byte-for-byte those of ggml/GGUF. A block covers QK weights
 // of one row; a row is a sequence of blocks. Scales are IEEE half (uint16_t).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Type dispatch for quant.h, plus the element-wise float formats.
 #include "quant/quant.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scalar reference conversions between float rows and every block format.
 // These are the ground truth the SIMD kernels are tested against, and the
 // quantizer `brisk quantize` uses. Row lengths must be multiples of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers shared by the quantizer files, and the per-family entry points that
 // quant.cpp dispatches to. Not part of the public quant.h interface.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // K-quants (256-weight super-blocks): the ggml reference encoders for Q4_K,
 // Q5_K and Q6_K, the Q8_K activation encoder, and all four decoders. The
 // importance-weighted encoders live in quant_k_weighted.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pieces shared between the K-quant reference encoders (quant_k.cpp) and the
 // importance-weighted ones (quant_k_weighted.cpp). One super-block each.
 #pragma once

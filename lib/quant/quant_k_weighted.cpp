@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importance-weighted K-quant encoders (one super-block each).
 //
 // Two levels are fitted: each sub-block's scale (and min) against the

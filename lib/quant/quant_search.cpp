@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importance-weighted scale searches. The objective is the one quant.h
 // promises: sum_i w_i * (x_i - q_i)^2. For a fixed scale (and offset) the best
 // integer level of every element is simply the nearest one, whatever its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The 32-weight block formats: Q4_0, Q4_1, Q8_0 (weights) and Q8_1
 // (activations for Q4_1 dot products).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "quantize/quantize.h"
 
 #include <algorithm>

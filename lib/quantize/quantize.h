@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Whole-model quantization: GGUF in, GGUF out (atomically), one tensor in
 // memory at a time, rows of a tensor split across threads. The bytes of each
 // row depend only on the row (and its importance), never on the thread

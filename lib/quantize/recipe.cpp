@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "quantize/recipe.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which type each tensor of a model gets when it is quantized: presets named
 // like llama-quantize's ftypes, llama.cpp's per-tensor mixture rules
 // (llama_tensor_get_type), user overrides by regex, and the fallback for rows

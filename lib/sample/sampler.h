@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Turning logits into the next token: repetition penalty, then temperature,
 // top-k, top-p and min-p filtering, then a seeded draw. Temperature <= 0 is
 // greedy (argmax) and ignores the filters.

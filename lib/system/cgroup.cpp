@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "system/cgroup.h"
 
 #include <algorithm>

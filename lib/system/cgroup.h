@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cgroup limits this process runs under (v2 or v1), so thread and memory
 // defaults follow a container's allowance rather than the host's size.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "system/doctor.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `brisk doctor`: what on this machine slows brisk down, each finding with
 // OK/WARN/FAIL and what to do. Checks that read files go through a root
 // prefix so tests run them on a fake /proc and /sys; checks that measure

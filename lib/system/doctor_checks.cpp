@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The checks of `brisk doctor` that read files under the root prefix.
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The checks of `brisk doctor` that measure: the model file's read speed,
 // memory read bandwidth against what the DIMMs should give, and a sustained
 // load that shows whether the CPU throttles.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading /proc and /sys through a root prefix: "" reads this machine, a
 // directory reads a fake tree (tests give each WARN/FAIL path its files).
 #pragma once

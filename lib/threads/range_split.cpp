@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "threads/range_split.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Work splitting for streaming passes: [0, n) units in one contiguous range
 // per thread. A thread takes small steps from the front of its own range, so
 // it walks one long stretch of memory (the hardware prefetcher stays

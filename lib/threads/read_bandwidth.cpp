@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "threads/read_bandwidth.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory read bandwidth as a pool's threads see it: the ceiling that decoding
 // (a stream over every weight once per step) is measured against.
 #pragma once

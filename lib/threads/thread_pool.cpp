@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pool keeps all per-job state in two cache lines:
 //
 //  - the job line, written once per run() by the caller: the generation (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A fixed pool of worker threads for the matmuls and other row-parallel work.
 //
 // Work is handed out in small tasks from a shared atomic counter, so a core

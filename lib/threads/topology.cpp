@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "threads/topology.h"
 
 #include <hwloc.h>

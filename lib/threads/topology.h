@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPUs this process may run on, grouped by physical core (SMT siblings
 // together), read once with hwloc. The thread pool sizes and pins from it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Byte-level BPE (tokenizer.ggml.model = "gpt2": GPT-2, Llama 3, Qwen2,
 // DeepSeek, ...), token for token what llama.cpp's llm_tokenizer_bpe
 // produces: the text is cut into words by the pre-tokenizer regexes named by

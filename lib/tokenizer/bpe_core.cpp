@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tokenizer/bpe_core.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rank-based BPE merging shared by the GGUF byte-level tokenizer and the
 // Hugging Face tokenizer: merges are keyed by the ids of their two sides
 // (strings interned in the vocabulary's TextIndex, so a lookup is one hash of

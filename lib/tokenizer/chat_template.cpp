@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tokenizer/chat_template.h"
 
 #include "core/error.h"

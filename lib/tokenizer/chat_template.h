@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Chat prompts for the common template families. brisk does not run Jinja:
 // it recognises the family from distinctive substrings of
 // tokenizer.chat_template (as llama.cpp's llm_chat_detect_template does) and

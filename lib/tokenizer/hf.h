@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A parsed Hugging Face tokenizer.json: the parts brisk implements, shared by
 // the tokenizer (hf_tokenizer.cpp) and the converter-facing load_hf_vocab.
 #pragma once

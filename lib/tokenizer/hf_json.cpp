@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading a Hugging Face tokenizer.json (and its sibling tokenizer_config.json
 // / config.json) into HfConfig, and into the VocabData a GGUF converter writes.
 #include <filesystem>

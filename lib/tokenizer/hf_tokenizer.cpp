@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A tokenizer with Hugging Face `tokenizers` semantics, from tokenizer.json:
 // added tokens are split out first (with llama.cpp's precedence, see
 // SpecialMatcher), then each run of text is normalized (Prepend, Replace),

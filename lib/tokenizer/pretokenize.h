@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Regex pre-tokenization for byte-level BPE: text is cut into words by a
 // list of regexes, each applied to the pieces the previous one produced
 // (matches and the gaps between them are both kept, HF's "Isolated"

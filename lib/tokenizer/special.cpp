@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Special tokens in text, and what every vocabulary tokenizer does around
 // its model: BOS/EOS, pieces, decode.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SentencePiece-style BPE (tokenizer.ggml.model = "llama"), token for token
 // what llama.cpp's llm_tokenizer_spm produces: spaces become U+2581, a dummy
 // space is put in front of each run of text that starts the input or follows

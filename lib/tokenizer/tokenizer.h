@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Text <-> token ids, built from a model's GGUF metadata (or, for converters,
 // from a Hugging Face tokenizer.json). Immutable after construction and safe
 // to use from many threads at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tokenizer/utf8.h"
 
 #include "tokenizer/tokenizer.h"

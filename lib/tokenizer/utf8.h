@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // UTF-8 helpers shared by the tokenizers, the HF loader and Utf8Stream.
 #pragma once
 #include <cstddef>

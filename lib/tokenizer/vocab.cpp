@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The vocabulary: string index, llama.cpp's defaults and special-token
 // auto-detection, reading tokenizer.ggml.* from GGUF, and the factories.
 #include "tokenizer/vocab.h"

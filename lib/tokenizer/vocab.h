@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internals shared by the tokenizers: a string -> id index, the vocabulary
 // (texts, scores, attributes, special ids) and a base class that does what is
 // common to every model: special-token partitioning, BOS/EOS, pieces, decode.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Frees sessions, engines, sequences, samplers, results and models in the
  * wrong order and inside callbacks: every misuse must give an error (or be
  * deferred as brisk.h documents), never a crash or a use of freed memory.

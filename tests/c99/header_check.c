@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compiled as C99 with -Wall -Wextra -pedantic -Werror: brisk.h and
  * brisk_experimental.h are plain C.
  * Running it checks the basic calls a C program makes without a model. */

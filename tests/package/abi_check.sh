@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # abi_check.sh BASELINE.abi LIBBRISK_SO HEADERS_DIR SUPPRESSIONS
 # Compares libbrisk against the committed ABI baseline (abidw XML) with
 # abidiff, over the public headers' types only, and fails on anything but

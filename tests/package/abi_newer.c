@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program built against the newest brisk.h that calls a function of the
  * newest ABI minor (brisk_type_name, added in 0.4). tests/package/
  * abi_refusal.sh runs it against this build's libbrisk (it works) and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # abi_refusal.sh PROGRAM CURRENT_LIBDIR PREVIOUS_LIBDIR NEWEST_NODE
 # PROGRAM uses a function of the newest ABI minor. It must record that it
 # needs symbol version NEWEST_NODE, run with this build's libbrisk, and be

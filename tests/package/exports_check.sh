@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # exports_check.sh LIBBRISK_SO BRISK_MAP HEADER...
 # The public headers, the version script and the library agree:
 #  - every brisk_* function declared (BRISK_API) in the headers is exported,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # global_state_check.sh LIBBRISK_SO ALLOWLIST
 # brisk.h promises no process-global mutable state. Lists the named objects
 # in libbrisk.so's writable .data and .bss sections (not .data.rel.ro, not

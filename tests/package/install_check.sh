@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # install_check.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION SOVERSION [static]
 # Installs the build into a temporary prefix, MOVES that prefix (the
 # package must be relocatable), and uses it as a downstream user would:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # static_check.sh [SOURCE_DIR [BUILD_DIR]]
 # Configures and builds brisk with BRISK_STATIC=ON in a temporary directory
 # (libbrisk and the CLI only; ccache makes the engine's objects cheap when

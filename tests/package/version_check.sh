@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # version_check.sh SOURCE_DIR BUILD_DIR VERSION ABI_MAJOR ABI_MINOR
 # One version source (CMakeLists.txt): everything that states a version
 # says the same. (brisk.h's macros are also checked at compile time in

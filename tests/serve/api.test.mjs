@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The OpenAI routes of `brisk serve`, driven by the official openai client.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Continuous batching: a long prompt is read in chunks between the decode
 // steps of a running stream (it does not freeze it); --parallel auto.
 import { test } from 'node:test';

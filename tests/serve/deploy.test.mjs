@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/deploy/nginx.conf in front of two `brisk serve` instances on
 // loopback: one is killed mid-load; only requests in flight on it fail.
 // nginx (Debian's package) runs as this user's process with its own prefix.

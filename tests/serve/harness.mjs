@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Starts `brisk serve` on a free loopback port for a test file and stops it.
 // The model: stories260K from the shared test data, or (when that is absent
 // and not under CI=true) a synthetic model written by `brisk synth`.

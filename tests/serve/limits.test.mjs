@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile and over-limit requests, authentication, a full queue and graceful
 // shutdown: every case gets a 4xx/503 in OpenAI's error shape, never a crash.
 import { test, before, after } from 'node:test';

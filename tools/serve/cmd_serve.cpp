@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk serve: an OpenAI-compatible HTTP server over one engine. HTTP
 // threads parse and validate requests; one scheduler thread owns the engine
 // and steps all requests' sequences together (continuous batching).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "serve/http.h"
 
 #include <arpa/inet.h>

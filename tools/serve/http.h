@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The HTTP side of `brisk serve`: OpenAI's routes on cpp-httplib, turning
 // requests into jobs for the scheduler and their results into JSON or
 // server-sent events.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One request on its way through the server: filled in by the HTTP thread,
 // run by the scheduler thread, answered by the HTTP thread again. The fields
 // after `mu` are shared and guarded by it.

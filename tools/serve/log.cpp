@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "serve/log.h"
 
 #include <chrono>

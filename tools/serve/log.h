@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One line per request and per lifecycle event on stderr, as JSON (for log
 // collectors) or as "key=value" text (for people).
 #pragma once

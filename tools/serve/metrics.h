@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counters, gauges and histograms for GET /metrics (Prometheus text format).
 #pragma once
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "serve/prefix_cache.h"
 
 #include <algorithm>

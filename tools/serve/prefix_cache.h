@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The shared-prefix cache: idle sequences holding the KV of earlier prompts.
 // A request whose tokens begin like a cached prompt forks that sequence (a
 // copy of its KV rows, not a recomputation), cuts the fork back to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "serve/request.h"
 
 #include <algorithm>

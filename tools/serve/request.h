@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // OpenAI request bodies to jobs: every field checked for type and range
 // before anything is queued, so a bad request gets one clear 400.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduler thread: the only thread that touches the engine. It admits
 // queued requests as sequences (through the prefix cache), runs one engine
 // step at a time over all of them (continuous batching: sequences join and

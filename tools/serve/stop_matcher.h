@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stop strings matched on the generated text as it streams: a stop string may
 // span several tokens, so text that could be the start of one is held back
 // until the next token shows whether it is.

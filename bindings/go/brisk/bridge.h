@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* C side of the Go binding: installs the exported Go trampolines as brisk
  * callbacks. user_data is a cgo.Handle (an integer), never a Go pointer. */
 #ifndef BRISK_GO_BRIDGE_H

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package brisk is the Go binding of brisk, a CPU inference engine for
 // quantized Llama-family models. It wraps the stable C API of libbrisk
 // (include/brisk/brisk.h) through cgo and finds the library with pkg-config:

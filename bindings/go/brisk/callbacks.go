@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package brisk
 
 // The exported trampolines that brisk calls back into. C holds only a

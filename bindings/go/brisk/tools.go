@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package brisk
 
 // The file toolchain: converting checkpoints to GGUF, checksum manifests,

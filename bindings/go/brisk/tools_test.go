@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package brisk
 
 // The toolchain through the binding: convert, manifests, verify, bundles,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Finds libbrisk: $BRISK_LIB_DIR if set, else `pkg-config --libs brisk`
 // (which picks up brisk-uninstalled.pc from a build tree when
 // PKG_CONFIG_PATH points at <build>/capi). No outside crates.

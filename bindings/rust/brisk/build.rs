@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // brisk-sys found an uninstalled libbrisk that wants an rpath: give this
 // crate's integration tests the same rpath, so `cargo test` runs against a
 // build tree without LD_LIBRARY_PATH.

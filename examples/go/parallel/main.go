@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // parallel: one goroutine drives four sequences through a brisk engine.
 //
 //	go run . MODEL.gguf [N_TOKENS]

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // shipbundle: calibrate a model on your own logs, quantize it to a size
 // budget with that calibration, and ship it as a verified .brisk bundle.
 //

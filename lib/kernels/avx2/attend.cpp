@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fused AVX2 attention for one KV head and the query heads that share it
 // (kernels/vec.h, AttendArgs): the AVX-512 version's plan (avx512/attend.cpp)
 // in 8-lane vectors, for machines without AVX-512. The reference it replaces

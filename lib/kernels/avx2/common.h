@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared pieces of the AVX2 (+FMA, F16C) kernels (files under avx2/ only).
 //
 // ODR caution: every file here is compiled with AVX2 flags. Anything with

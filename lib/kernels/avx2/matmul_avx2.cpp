@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The AVX2 (+FMA, F16C) kernel table. dispatch.cpp only calls this
 // when the CPU and OS support those extensions.
 #include <cstdlib>

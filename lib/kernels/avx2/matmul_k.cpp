@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX2 kernels for the K-quants (Q4_K, Q5_K, Q6_K against Q8_K).
 //
 // Per 32 weights of a row: unpack to unsigned bytes in Q8_K qs order, then per

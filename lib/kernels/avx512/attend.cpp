@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fused AVX-512 attention for one KV head and the query heads that share it
 // (kernels/vec.h, AttendArgs). Versus the reference's row-at-a-time calls:
 // each cache row is converted in registers, not through memory; the scores of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared pieces of the AVX-512 kernels (files under avx512/ only).
 //
 // ODR caution: every file here is compiled with AVX-512 flags. Anything with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The AVX-512 (F/BW/VL/DQ + VNNI) kernel table. dispatch.cpp only calls this
 // when the CPU and OS support those extensions.
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX-512 kernels for float weights (F32, F16, BF16) against F32 activations.
 //
 // Each 16-wide step loads one vector per weight row (converted to f32) and one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX-512 VNNI kernels for the K-quants (Q4_K, Q5_K, Q6_K against Q8_K).
 //
 // A super-block of 256 weights is unpacked into four 64-byte vectors of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX-512 VNNI kernels over packed Q4_0 / Q8_0 / Q4_K / Q6_K weights (layout: packed.h).
 //
 // A tile is one 16-row group times up to 8 activation columns. Per block,

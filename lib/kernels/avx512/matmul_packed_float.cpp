@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX-512 kernels over packed F16 / BF16 weights (layout: packed.h).
 //
 // One 64-byte load is 16 rows x one pair of values. Two ways to use it:

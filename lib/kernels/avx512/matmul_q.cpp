@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX-512 VNNI kernels for the 32-weight block types: Q8_0 and Q4_0 (against
 // Q8_0 activations) and Q4_1 (against Q8_1).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the packed-layout kernels (matmul_packed*.cpp) share: storing a
 // 16-row group's results, walking the columns in tiles and the row groups
 // as several weight streams, and where those streams prefetch. AVX-512 files

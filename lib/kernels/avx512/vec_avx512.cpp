@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // avx512 attention vector kernels (see kernels/vec.h). Like every file here it
 // avoids inline helpers of shared headers (see common.h: ODR across ISAs).
 #include "kernels/avx512/common.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reference dot products. Written for clarity: each block is first unpacked
 // into plain integer levels and per-sub-block scales, then multiplied out.
 // Integer sums stay in int32 (the largest, Q6_K, is below 2^28 per

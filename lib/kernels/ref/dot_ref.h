@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scalar dot products of one weight row with one activation column, k
 // elements, in the weight type's act_type. They follow ggml's generic
 // ggml_vec_dot_* structure: integer products summed per block in int32, then

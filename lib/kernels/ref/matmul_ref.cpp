@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scalar reference matrix kernels: the table every ISA falls back to, and
 // the ground truth the AVX2/AVX-512 kernels are tested against. The gemm is
 // the literal contract of matmul.h, one dot product per (row, column).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The packed layout of F16 and BF16 weights (kernels/packed.h): packing,
 // unpacking, the "F32 + BF16" activation columns and the scalar gemms that
 // define what the SIMD kernels compute on either side of

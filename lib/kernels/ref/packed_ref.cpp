@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The packed layout of kernels/packed.h: packing, unpacking, the "Q8_0 with
 // sums" activations and the scalar gemms that define what the SIMD packed
 // kernels must compute. Written to read like the layout description.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kernels/vec.h"
 
 #include <algorithm>

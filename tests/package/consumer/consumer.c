@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program as a user would write it against an installed brisk: built by
  * tests/package/install_check.sh with find_package(brisk) and with
  * pkg-config, outside the source tree. It checks that the header and the

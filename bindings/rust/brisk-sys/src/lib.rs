@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! Raw declarations of `include/brisk/brisk.h`, written by hand (no bindgen).
 //!
 //! Everything here is `unsafe` and mirrors the C header one to one; see the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! The toolchain part of brisk.h: conversion, checksums, bundles,
 //! quantization, calibration, perplexity and comparison.
 use std::os::raw::{c_char, c_void};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Callbacks: a Rust closure goes to C as user_data (a pointer to a slot the
 // binding owns) plus an `extern "C"` trampoline. A panic never unwinds into
 // C++: the trampoline catches it, asks brisk to stop, and the binding

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::marker::PhantomData;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 use std::ffi::CStr;
 use std::fmt;
 use std::os::raw::{c_char, c_int};

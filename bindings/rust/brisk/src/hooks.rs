@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Callbacks of the toolchain calls (convert, verify, pack, quantize,
 // calibrate, perplexity, compare). brisk calls them on the calling thread,
 // inside the call, so they may borrow local state and need not be Send.

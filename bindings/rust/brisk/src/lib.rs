@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! Safe Rust binding of brisk, a CPU inference engine for quantized
 //! Llama-family models, over its stable C API (`include/brisk/brisk.h`).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 use std::os::unix::ffi::OsStrExt;

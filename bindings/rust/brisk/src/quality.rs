@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Quantization, calibration and the quality tools (perplexity, KL
 // divergence, greedy comparison).
 use std::ffi::CString;

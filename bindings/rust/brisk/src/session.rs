@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;

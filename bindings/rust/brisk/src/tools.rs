@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The file toolchain: converting checkpoints to GGUF, checksum manifests,
 // verifying, and .brisk bundles. Outputs are written atomically: a failed
 // or cancelled call leaves no partial file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safe binding against stories260K: greedy text, engine-equals-session,
 // forks, callbacks, errors. Missing test data skips a test, except under
 // CI=true, where it fails.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The toolchain through the safe binding: convert, manifests, verify,
 // bundles, quantize, calibrate (with resume), perplexity and compare, with
 // their hooks, cancellation, panics and errors. Small inputs (stories260K).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! parallel: one thread drives four sequences through a brisk engine.
 //!
 //!     cargo run -- MODEL.gguf [N_TOKENS]

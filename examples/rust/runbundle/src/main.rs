@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! runbundle: verify a .brisk bundle, unpack it and run four prompts on it
 //! at once.
 //!
