@@ -7,6 +7,7 @@
  * also checks that nothing freed is touched and nothing leaks.
  * Uses a synthetic model, so it needs no test data. */
 #include <brisk/brisk.h>
+#include <brisk/brisk_experimental.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
