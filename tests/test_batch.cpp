@@ -146,7 +146,12 @@ TEST_CASE("batch: killed at random points, the resumed output is byte-identical"
   const std::string args = " -m " + model + " -i " + dir() + "/k.jsonl -n 48 --temp 0 --parallel 4 -t 1";
   const std::string straight = dir() + "/k.straight.jsonl";
   remove_output(straight);
+  const auto t0 = std::chrono::steady_clock::now();
   REQUIRE(run_cli("batch" + args + " -o " + straight).code == 0);
+  // Kill points fall in the first third of the time a whole run takes here, so
+  // that an idle fast machine is interrupted as surely as a loaded slow one.
+  const int run_ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
   const std::string want = slurp(straight);
   REQUIRE(lines_of(straight).size() == 60);
 
@@ -163,7 +168,7 @@ TEST_CASE("batch: killed at random points, the resumed output is byte-identical"
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(20, 250)(rng)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(1, std::max(2, run_ms / 3))(rng)));
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == 0) {
       ::kill(pid, SIGKILL);
