@@ -50,7 +50,7 @@ int cmd_batch(int argc, char** argv) {
   cxxopts::Options opts("brisk batch",
                         "Generate for every record of a JSONL file; the output continues where a killed run stopped.\n"
                         "Input lines: {\"id\":..., \"prompt\":\"...\"} or {\"id\":..., \"messages\":[{\"role\",\"content\"}...]},\n"
-                        "optionally max_tokens, temperature, seed, stop (string or array), system.\n"
+                        "optionally max_tokens, temperature, seed, stop (string or array), system, which override the options.\n"
                         "Output lines: index, id, text, prompt_tokens, completion_tokens, finish_reason\n"
                         "(stop, length, context_full), or index, id, error.\n"
                         "  brisk batch --merge OUT SHARD... joins shard outputs in input order.");
@@ -61,12 +61,6 @@ int cmd_batch(int argc, char** argv) {
     ("shard", "K/N: process the K-th (counting from 0, as JOB_COMPLETION_INDEX) of N interleaved slices", cxxopts::value<std::string>())
     ("parallel", "records generated at once (0 = the most the memory plan allows, at most 64 slots)", cxxopts::value<int>()->default_value("0"))
     ("n,max-tokens", "tokens to generate per record unless it says otherwise", cxxopts::value<int>()->default_value("128"))
-    ("temp", "temperature unless a record says otherwise; 0 = greedy", cxxopts::value<float>()->default_value("0.8"))
-    ("top-k", "keep the k most likely tokens (0 = off)", cxxopts::value<int>()->default_value("40"))
-    ("top-p", "keep the smallest set with this probability mass (1 = off)", cxxopts::value<float>()->default_value("0.95"))
-    ("min-p", "drop tokens below min-p x the top probability (0 = off)", cxxopts::value<float>()->default_value("0.05"))
-    ("repeat-penalty", "penalty for recently seen tokens (1 = off)", cxxopts::value<float>()->default_value("1.0"))
-    ("repeat-last-n", "how many recent tokens the penalty looks at", cxxopts::value<int>()->default_value("64"))
     ("seed", "random seed unless a record gives one", cxxopts::value<uint64_t>()->default_value("0"))
     ("system", "system prompt for records without one (applies the chat template)", cxxopts::value<std::string>()->default_value(""))
     ("chat-template", "chat format: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
@@ -84,6 +78,7 @@ int cmd_batch(int argc, char** argv) {
     ("json-summary", "same as --json")
     ("h,help", "show this help");
   // clang-format on
+  add_sampling_options(opts);
   add_model_option(opts, "model (GGUF)");
   add_output_option(opts, "output JSONL file (resumed if it exists; OUTPUT.batch.json records what made it)");
   add_threads_option(opts);
@@ -138,12 +133,7 @@ int cmd_batch(int argc, char** argv) {
     return usage_error("unknown cache type (auto, f32, f16, q8_0, q4_0)");
   brisk_sampler_options& sp = rs.defaults.sampling;
   brisk_sampler_options_init(&sp);
-  sp.temperature = args["temp"].as<float>();
-  sp.top_k = args["top-k"].as<int>();
-  sp.top_p = args["top-p"].as<float>();
-  sp.min_p = args["min-p"].as<float>();
-  sp.repeat_penalty = args["repeat-penalty"].as<float>();
-  sp.repeat_last_n = args["repeat-last-n"].as<int>();
+  sampling_arg(args, &sp);
   sp.seed = args["seed"].as<uint64_t>();
   rs.defaults.system = args["system"].as<std::string>();
   rs.defaults.chat_template = args["chat-template"].as<std::string>();

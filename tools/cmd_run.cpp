@@ -75,12 +75,6 @@ int cmd_run(int argc, char** argv) {
     ("p,prompt", "prompt text", cxxopts::value<std::string>()->default_value(""))
     ("f,file", "read the prompt from a file", cxxopts::value<std::string>())
     ("n,n-predict", "tokens to generate", cxxopts::value<int>()->default_value("128"))
-    ("temp", "temperature; 0 = greedy", cxxopts::value<float>()->default_value("0.8"))
-    ("top-k", "keep the k most likely tokens (0 = off)", cxxopts::value<int>()->default_value("40"))
-    ("top-p", "keep the smallest set with this probability mass (1 = off)", cxxopts::value<float>()->default_value("0.95"))
-    ("min-p", "drop tokens below min-p x the top probability (0 = off)", cxxopts::value<float>()->default_value("0.05"))
-    ("repeat-penalty", "penalty for recently seen tokens (1 = off)", cxxopts::value<float>()->default_value("1.0"))
-    ("repeat-last-n", "how many recent tokens the penalty looks at", cxxopts::value<int>()->default_value("64"))
     ("seed", "random seed (same seed, same text)", cxxopts::value<uint64_t>()->default_value("0"))
     ("c,ctx-size", "context length (0 = model's, at most 4096)", cxxopts::value<int>()->default_value("0"))
     ("b,batch-size", "prompt tokens per forward pass", cxxopts::value<int>()->default_value("512"))
@@ -94,6 +88,7 @@ int cmd_run(int argc, char** argv) {
     ("verify", "check the model's embedded checksums before running")
     ("prompt-cache", "file of the prompt's evaluated state: reused when the prompt starts the same, saved when missing or different", cxxopts::value<std::string>());
   // clang-format on
+  add_sampling_options(opts);
   add_threads_option(opts);
   add_json_option(opts, "on stderr after the text: prompt and generation tokens, seconds and tokens/s (not with --chat)");
   add_load_options(opts);
@@ -137,12 +132,7 @@ int cmd_run(int argc, char** argv) {
   so.pin_caller = !so.no_pin;  // the CLI's own main thread: pinning it is ours to decide
   brisk_sampler_options sp;
   brisk_sampler_options_init(&sp);
-  sp.temperature = args["temp"].as<float>();
-  sp.top_k = args["top-k"].as<int>();
-  sp.top_p = args["top-p"].as<float>();
-  sp.min_p = args["min-p"].as<float>();
-  sp.repeat_penalty = args["repeat-penalty"].as<float>();
-  sp.repeat_last_n = args["repeat-last-n"].as<int>();
+  sampling_arg(args, &sp);
   sp.seed = args["seed"].as<uint64_t>();
   brisk_session* session = nullptr;
   brisk_sampler* sampler = nullptr;

@@ -156,4 +156,25 @@ uint64_t file_bytes(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+void add_sampling_options(cxxopts::Options& opts) {
+  // clang-format off
+  opts.add_options()
+    ("temp", "temperature; 0 = greedy", cxxopts::value<float>()->default_value("0.8"))
+    ("top-k", "keep the k most likely tokens (0 = off)", cxxopts::value<int>()->default_value("40"))
+    ("top-p", "keep the smallest set with this probability mass (1 = off)", cxxopts::value<float>()->default_value("0.95"))
+    ("min-p", "drop tokens below min-p x the top probability (0 = off)", cxxopts::value<float>()->default_value("0.05"))
+    ("repeat-penalty", "penalty for recently seen tokens (1 = off)", cxxopts::value<float>()->default_value("1.0"))
+    ("repeat-last-n", "how many recent tokens the penalty looks at", cxxopts::value<int>()->default_value("64"));
+  // clang-format on
+}
+
+void sampling_arg(const cxxopts::ParseResult& args, brisk_sampler_options* out) {
+  out->temperature = args["temp"].as<float>();
+  out->top_k = args["top-k"].as<int>();
+  out->top_p = args["top-p"].as<float>();
+  out->min_p = args["min-p"].as<float>();
+  out->repeat_penalty = args["repeat-penalty"].as<float>();
+  out->repeat_last_n = args["repeat-last-n"].as<int>();
+}
+
 }  // namespace brisk::tools

@@ -74,6 +74,11 @@ uint32_t threads_arg(const cxxopts::ParseResult& args);
 // that -t means the same in every command.
 uint32_t threads_arg_resolved(const cxxopts::ParseResult& args);
 
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n with
+// brisk_sampler_options' defaults; sampling_arg copies them into *out.
+void add_sampling_options(cxxopts::Options& opts);
+void sampling_arg(const cxxopts::ParseResult& args, brisk_sampler_options* out);
+
 // Writes one JSON document and a newline (invalid UTF-8 in strings, such as a
 // partial token piece, becomes U+FFFD instead of an exception).
 void print_json(FILE* out, const nlohmann::json& j);
