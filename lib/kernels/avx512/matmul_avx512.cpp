@@ -6,6 +6,7 @@
 #include "core/cpu.h"
 #include "kernels/avx512/common.h"
 #include "kernels/isa_tables.h"
+#include "kernels/variants.h"
 #include "kernels/packed.h"
 
 namespace brisk::kernels {
@@ -62,6 +63,9 @@ const MatmulKernel* avx512_packed_matmul_kernel(TensorType t) {
     default: return nullptr;
   }
 }
+
+// No variants beyond the default tables yet.
+void avx512_extra_variants(TensorType, std::vector<KernelVariant>&) {}
 
 const MatmulKernel* avx512_matmul_kernel(TensorType t) {
   using namespace avx512;

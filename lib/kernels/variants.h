@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// Every matrix kernel this machine can run for a weight type, by name, so
+// that the planner (model/kernel_plan.h) can time them on a model's own
+// matrices and the tests can hold each one to the scalar reference.
+//
+// The kernel tables of matmul.h are each ISA's default; a variant is any
+// other way to compute the same product (another prefetch scheme, another
+// stream count, another instruction set such as AMX) that may win on some
+// machine and lose on another. Which one wins is measured, not assumed.
+#pragma once
+#include <climits>
+#include <vector>
+
+#include "core/tensor_type.h"
+#include "kernels/matmul.h"
+
+namespace brisk::kernels {
+
+// Column-count classes the plan chooses a kernel for: decode (1 column),
+// a few sequences (2-4), a batch of sequences (5-31), prompt chunks (32+).
+enum class ColClass : int { one = 0, few = 1, batch = 2, prompt = 3 };
+constexpr int kColClasses = 4;
+constexpr ColClass col_class(int ncols) {
+  return ncols <= 1 ? ColClass::one : ncols <= 4 ? ColClass::few : ncols < 32 ? ColClass::batch : ColClass::prompt;
+}
+const char* col_class_name(ColClass c);  // "1", "2-4", "5-31", "32+"
+
+struct KernelVariant {
+  // Stable identifier written into plan caches: "<isa>.<layout>.<type>" for
+  // an ISA's default table, plus ".<what differs>" for the others, e.g.
+  // "avx512.packed.q4_0", "avx512.packed.q4_0.t0", "amx.packed.q4_0".
+  const char* name = nullptr;
+  Isa isa = Isa::scalar;
+  bool packed = false;  // reads the packed layout of packed.h, not GGUF rows
+  // The planner tries it only for column counts in [min_cols, max_cols]
+  // (a kernel that only makes sense for prompts says so here).
+  int min_cols = 1;
+  int max_cols = INT_MAX;
+  const MatmulKernel* kernel = nullptr;
+};
+
+// The variants for weight type t that this CPU and OS can run, on
+// instruction sets up to active_isa(): each ISA's default row-major and
+// packed tables first, then the per-ISA extras.
+std::vector<KernelVariant> matmul_variants(TensorType t);
+// The variant with this name for type t, or nullptr (unknown, or not
+// runnable here).
+const KernelVariant* find_variant(const std::vector<KernelVariant>& variants, const char* name);
+
+// Per-ISA extras (isa_tables.h style hooks): append variants beyond the
+// default tables. Each file that defines kernels for an ISA defines its hook.
+void avx512_extra_variants(TensorType t, std::vector<KernelVariant>& out);
+
+}  // namespace brisk::kernels
