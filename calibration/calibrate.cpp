@@ -42,7 +42,7 @@ std::string model_hash(const std::string& model_path) {
 
 StatsInfo calibrate(const std::string& model_path, const std::string& out_path, const CalibrateOptions& o) {
   if (o.data.empty()) fail(BRISK_ERR_INVALID_ARGUMENT, "no calibration data given");
-  auto model = Model::open(model_path);
+  auto model = Model::open(model_path, reproducible_load());
   const int train = model->config().n_ctx_train;
   const int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(train > 0 ? train : 512, 512);
 

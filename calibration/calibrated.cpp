@@ -98,7 +98,7 @@ CalibratedResult quantize_calibrated(const std::string& in_path, const std::stri
                                          std::to_string(st.info.chunks_done) + " of " + std::to_string(st.info.chunks_total) +
                                          " chunks): finish it with brisk calibrate --resume");
   const std::string stats_hash = xxh3_file(o.stats_path);
-  auto source = Model::open(in_path);
+  auto source = Model::open(in_path, reproducible_load());
   // Shapes are checked before any quantizer reads an importance vector.
   fit_stats_to_model(st, source->file(), o.stats_path);
   const quantize::ImportanceMap importance = st.importance();
@@ -190,7 +190,7 @@ CalibratedResult quantize_calibrated(const std::string& in_path, const std::stri
   if (eval_text.empty()) {
     warn("no held-out text to evaluate on (calibrated with holdout 0?): the report has no quality figures");
   } else {
-    auto quantized = Model::open(out_path);
+    auto quantized = Model::open(out_path, reproducible_load());
     PplOptions po;
     po.n_ctx = st.info.n_ctx > 0 ? st.info.n_ctx : 256;
     po.max_chunks = o.eval_max_chunks;

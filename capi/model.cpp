@@ -36,6 +36,25 @@ brisk_status brisk_model_open(const char* path, const brisk_model_options* optio
     mo.vocab_only = h->options.vocab_only != 0;
     mo.map.lock = h->options.mlock != 0;
     mo.map.read_into_memory = h->options.no_mmap != 0;
+    const brisk_model_options& o = h->options;
+    if (o.plan_mode < BRISK_PLAN_DEFAULT || o.plan_mode > BRISK_PLAN_MEASURE)
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "plan_mode " + std::to_string(o.plan_mode) + " is not a brisk_plan_mode");
+    if (o.plan_threads < 0 || o.plan_threads > 4096)
+      brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "plan_threads " + std::to_string(o.plan_threads) + " is out of range");
+    switch (o.plan_mode) {
+      case BRISK_PLAN_AUTO: mo.plan.mode = brisk::PlanMode::automatic; break;
+      case BRISK_PLAN_FIXED: mo.plan.mode = brisk::PlanMode::fixed; break;
+      case BRISK_PLAN_MEASURE: mo.plan.mode = brisk::PlanMode::measure; break;
+      default: mo.plan.mode = brisk::default_plan_mode(); break;
+    }
+    if (o.plan_cache_dir) mo.plan.cache_dir = o.plan_cache_dir;
+    mo.plan.n_threads = static_cast<int>(o.plan_threads);
+    if (o.log_fn) {
+      mo.plan.log = [&o](int level, const std::string& msg) {
+        const brisk_log_level l = level <= 1 ? BRISK_LOG_WARN : BRISK_LOG_INFO;
+        if (o.log_level >= l) o.log_fn(o.log_user_data, l, msg.c_str());
+      };
+    }
     h->model = brisk::Model::open(path, mo);
     // ---- conv: verify the embedded checksum manifest on request ----
     if (h->options.verify) brisk::bundle::verify_gguf_or_throw(h->model->file());
@@ -69,6 +88,13 @@ int32_t brisk_model_token_bos(const brisk_model* m) {
 }
 int32_t brisk_model_token_eos(const brisk_model* m) {
   return guard_value(-1, [&] { return static_cast<int32_t>(checked(m, "model")->model->tokenizer().eos()); });
+}
+
+brisk_status brisk_model_kernel_plan(const brisk_model* m, char* buf, size_t cap, size_t* needed) {
+  return guard([&] {
+    brisk::capi::checked(m, "model");
+    copy_text_out(m->model->kernel_plan().describe(), buf, cap, needed);
+  });
 }
 
 brisk_status brisk_model_describe(const brisk_model* m, char* buf, size_t cap, size_t* needed) {

@@ -294,6 +294,11 @@ int cmd_bench(int argc, char** argv) {
   brisk_model* model = nullptr;
   brisk_status st;
   std::string model_name;
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  std::string plan_cache;
+  if (!apply_load_options(args, &mo, &plan_cache))
+    return usage_error("bench", "--plan must be auto, fixed or measure");
   if (args.count("synthetic")) {
     brisk_synthesize_options so;
     brisk_synthesize_options_init(&so);
@@ -301,13 +306,10 @@ int cmd_bench(int argc, char** argv) {
     so.shape = shape.c_str();
     so.weight_type = type.c_str();
     std::fprintf(stderr, "generating a synthetic %s model (%s)...\n", shape.c_str(), type.c_str());
-    st = brisk_model_open_synthetic(&so, nullptr, &model);
+    st = brisk_model_open_synthetic(&so, &mo, &model);
     model_name = "synthetic:" + shape;
   } else {
     const std::string path = args["model"].as<std::string>();
-    brisk_model_options mo;
-    brisk_model_options_init(&mo);
-    apply_load_options(args, &mo);
     st = brisk_model_open(path.c_str(), &mo, &model);
     model_name = std::filesystem::path(path).filename().string();
   }
@@ -342,6 +344,14 @@ int cmd_bench(int argc, char** argv) {
   }
 
   const bool json = args.count("json") > 0;
+  // Which kernels run: measured figures mean little without it.
+  std::string kernel_plan(4096, '\0');
+  if (brisk_model_kernel_plan(model, kernel_plan.data(), kernel_plan.size(), &needed) == BRISK_ERR_BUFFER_TOO_SMALL) {
+    kernel_plan.resize(needed);
+    brisk_model_kernel_plan(model, kernel_plan.data(), kernel_plan.size(), &needed);
+  }
+  kernel_plan.resize(std::strlen(kernel_plan.c_str()));
+  if (!json) std::fprintf(stderr, "%s", kernel_plan.c_str());
   if (!json)
     std::printf("%-24s %-6s %-9s %3s %4s %8s %14s %22s %7s %9s %9s\n", "model", "type", "kv", "thr", "par", "prompt",
                 "prompt tok/s", "gen tok/s (min-max)", "bw use", "ttft ms", "RSS MiB");
@@ -476,6 +486,7 @@ int cmd_bench(int argc, char** argv) {
         {"ttft_ms", median(ttft)},
         {"peak_rss_bytes", c.peak_rss},
         {"model_bytes", model_bytes},
+        {"kernel_plan", kernel_plan},
         {"brisk_version", brisk_version()},
         {"time", static_cast<long long>(std::time(nullptr))},
     };

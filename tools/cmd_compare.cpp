@@ -79,7 +79,9 @@ int cmd_compare(int argc, char** argv) {
   brisk_model *a = nullptr, *b = nullptr;
   brisk_model_options mo;
   brisk_model_options_init(&mo);
-  apply_load_options(args, &mo);
+  std::string plan_cache;
+  if (!apply_load_options(args, &mo, &plan_cache))
+    return usage_error("compare", "--plan must be auto, fixed or measure");
   brisk_status st = brisk_model_open(models[0].c_str(), &mo, &a);
   if (st == BRISK_OK) st = brisk_model_open(models[1].c_str(), &mo, &b);
   brisk_compare_result* r = nullptr;

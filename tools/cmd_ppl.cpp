@@ -77,7 +77,9 @@ int cmd_ppl(int argc, char** argv) {
   brisk_model* base = nullptr;
   brisk_model_options mo;
   brisk_model_options_init(&mo);
-  apply_load_options(args, &mo);
+  std::string plan_cache;
+  if (!apply_load_options(args, &mo, &plan_cache))
+    return usage_error("ppl", "--plan must be auto, fixed or measure");
   brisk_status st = brisk_model_open(model_path.c_str(), &mo, &model);
   if (st != BRISK_OK) return report("ppl", st);
   if (args.count("base") && (st = brisk_model_open(args["base"].as<std::string>().c_str(), &mo, &base)) != BRISK_OK) {

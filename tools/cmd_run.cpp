@@ -86,6 +86,7 @@ int cmd_run(int argc, char** argv) {
     ("chat-template", "chat format for --chat: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
     ("ignore-eos", "keep generating after the end-of-sequence token")
     ("verify", "check the model's embedded checksums before running")
+    ("v,verbose", "print the model and the kernel plan on stderr before generating")
     ("prompt-cache", "file of the prompt's evaluated state: reused when the prompt starts the same, saved when missing or different", cxxopts::value<std::string>());
   // clang-format on
   add_sampling_options(opts);
@@ -115,9 +116,22 @@ int cmd_run(int argc, char** argv) {
   brisk_model_options mo;
   brisk_model_options_init(&mo);
   mo.verify = args.count("verify") ? 1 : 0;
-  apply_load_options(args, &mo);
+  std::string plan_cache;
+  if (!apply_load_options(args, &mo, &plan_cache))
+    return usage_error("run", "--plan must be auto, fixed or measure");
   brisk_status st = brisk_model_open(model_path.c_str(), &mo, &model);
   if (st != BRISK_OK) return report("run", st);
+  if (args.count("verbose")) {
+    std::string text(4096, '\0');
+    size_t need = 0;
+    brisk_model_describe(model, text.data(), text.size(), &need);
+    std::fprintf(stderr, "model: %s\n", text.c_str());
+    if (brisk_model_kernel_plan(model, text.data(), text.size(), &need) == BRISK_ERR_BUFFER_TOO_SMALL) {
+      text.resize(need);
+      brisk_model_kernel_plan(model, text.data(), text.size(), &need);
+    }
+    std::fprintf(stderr, "%s", text.c_str());
+  }
 
   catch_sigint();
   brisk_session_options so;

@@ -18,4 +18,5 @@ int cmd_compare(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_batch(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
+int cmd_tune(int argc, char** argv);
 }

@@ -32,6 +32,7 @@ const Command kCommands[] = {
     {"serve", "OpenAI-compatible HTTP server with continuous batching", brisk::tools::cmd_serve},
     {"batch", "generate for every record of a JSONL file, resumable", brisk::tools::cmd_batch},
     {"doctor", "check this machine for what slows brisk down", brisk::tools::cmd_doctor},
+    {"tune", "measure and cache the fastest kernels for this machine and a model", brisk::tools::cmd_tune},
 };
 
 void print_usage(FILE* out) {

@@ -73,14 +73,14 @@ extern "C" {
 /* These equal the project version and ABI of CMakeLists.txt (checked when
  * the library is built). */
 #define BRISK_VERSION_MAJOR 0
-#define BRISK_VERSION_MINOR 4
+#define BRISK_VERSION_MINOR 5
 #define BRISK_VERSION_PATCH 0
 /* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>);
  * functions added in ABI minor N carry the symbol version BRISK_<major>.N. */
 #define BRISK_ABI_VERSION_MAJOR 0
-#define BRISK_ABI_VERSION_MINOR 4
+#define BRISK_ABI_VERSION_MINOR 5
 
-/* "0.4.0": the library actually loaded, which may be newer than the header. */
+/* "0.5.0": the library actually loaded, which may be newer than the header. */
 BRISK_API const char *brisk_version(void);
 /* (major << 16) | minor of the loaded library's ABI. */
 BRISK_API uint32_t brisk_abi_version(void);
@@ -153,6 +153,20 @@ typedef int (*brisk_progress_fn)(void *user_data, const char *stage, uint64_t do
 /* ---- model ------------------------------------------------------------ */
 typedef struct brisk_model brisk_model;
 
+/* Kernel plans. Which matrix layout and kernel variant runs each weight type
+ * and column count (decode, a few sequences, a batch, a prompt) is measured
+ * on the machine at hand when a model is opened, on the model's own
+ * matrices, in about two seconds at most for a 1B model, and cached per
+ * machine and model shape, so later opens only read the cache. A cached plan
+ * that is corrupt or was made for another machine is ignored with a warning
+ * (log_fn) and measured again. Added in ABI 0.5. */
+typedef enum brisk_plan_mode {
+  BRISK_PLAN_DEFAULT = 0, /* $BRISK_PLAN (auto, fixed or measure) if set, else AUTO */
+  BRISK_PLAN_AUTO = 1,    /* the cached plan if valid, else measure and cache it */
+  BRISK_PLAN_FIXED = 2,   /* each instruction set's default kernels: reproducible, nothing measured */
+  BRISK_PLAN_MEASURE = 3  /* measure even if a plan is cached, then cache it (brisk tune) */
+} brisk_plan_mode;
+
 typedef struct brisk_model_options {
   uint32_t struct_size;
   /* Messages from loading (warnings, what was repacked). NULL: silent. */
@@ -179,6 +193,15 @@ typedef struct brisk_model_options {
   /* Non-zero: read the file into anonymous memory instead of mapping it
    * (network filesystems). Default 0. Added in ABI 0.4. */
   int64_t no_mmap;
+  /* How the matrix kernels are chosen: one of brisk_plan_mode. Default
+   * BRISK_PLAN_DEFAULT. Added in ABI 0.5. */
+  int64_t plan_mode;
+  /* Directory of cached kernel plans. NULL: $BRISK_CACHE_DIR, else
+   * $XDG_CACHE_HOME/brisk, else ~/.cache/brisk. Added in ABI 0.5. */
+  const char *plan_cache_dir;
+  /* Threads a plan is measured with (0: one per physical core, as engines
+   * and sessions default to). Added in ABI 0.5. */
+  int64_t plan_threads;
 } brisk_model_options;
 
 BRISK_API void brisk_model_options_init_sized(brisk_model_options *options, size_t size);
@@ -201,6 +224,12 @@ BRISK_API brisk_status brisk_model_describe(const brisk_model *model, char *buf,
                                             size_t *needed);
 /* The type most of the model's matrix bytes are stored in, e.g. "q4_0". */
 BRISK_API brisk_status brisk_model_weight_type(const brisk_model *model, char *buf, size_t cap, size_t *needed);
+/* The kernel plan in use, as text: where it came from (fixed, measured,
+ * cached and the cache file), then one line per weight type with its layout
+ * and the kernel of each column class ("1", "2-4", "5-31", "32+") with the
+ * weight bytes per second measured for it. For people, not for parsing.
+ * Added in ABI 0.5. */
+BRISK_API brisk_status brisk_model_kernel_plan(const brisk_model *model, char *buf, size_t cap, size_t *needed);
 /* Size of the model file in bytes. */
 BRISK_API uint64_t brisk_model_file_size(const brisk_model *model);
 /* A metadata value rendered as text (strings as they are, numbers in decimal,

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
+#include "kernels/variants.h"
 #include "threads/thread_pool.h"
 #include "threads/topology.h"
 
@@ -26,6 +27,15 @@ int64_t units_of(int64_t n_groups) { return (n_groups + kGroupsPerUnit - 1) / kG
 // 16 groups (MatmulOp::run).
 int64_t split_step(int64_t n_units, int n_threads) {
   return std::clamp<int64_t>(n_units / (8 * static_cast<int64_t>(n_threads)), 1, 16 / kGroupsPerUnit);
+}
+// The plan's kernel for this column count, else the active ISA's default
+// for the matrix's layout.
+const kernels::MatmulKernel& kernel_for(const Matrix& w, int ncols) {
+  const kernels::MatmulKernel* k = w.kernels[static_cast<int>(kernels::col_class(ncols))];
+  if (k && k->packed == w.packed) return *k;
+  if (!w.packed) return kernels::matmul_kernel(w.type);
+  k = kernels::packed_matmul_kernel(w.type);
+  return k ? *k : *kernels::packed_matmul_kernel_for(w.type, kernels::Isa::scalar);
 }
 }  // namespace
 
@@ -107,8 +117,7 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
   size_t n = 0;
   for (const MatmulJob& j : jobs) {
     if (observer_) observer_->observe(*j.w, x, x_stride, ncols);
-    const kernels::MatmulKernel& kern =
-        j.w->packed ? *kernels::packed_matmul_kernel(j.w->type) : kernels::matmul_kernel(j.w->type);
+    const kernels::MatmulKernel& kern = kernel_for(*j.w, ncols);
     Prepared& p = prep[n++];
     p.job = &j;
     p.kern = &kern;

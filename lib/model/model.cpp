@@ -24,7 +24,7 @@ std::unique_ptr<Model> Model::open(const std::string& path, const ModelOpenOptio
   m->config_ = ModelConfig::from_gguf(f);
   m->config_.n_vocab = m->tokenizer_->n_vocab();
   m->weights_ = Weights::bind(f, m->config_);
-  m->weights_.pack_for_kernels();
+  m->plan_ = plan_kernels(m->weights_, options.plan);
   return m;
 }
 

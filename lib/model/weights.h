@@ -3,6 +3,7 @@
 // configuration. Matrices stay in the mapping (zero-copy); small vectors
 // (norms, biases) are converted to owned float arrays at load.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +16,9 @@ namespace brisk {
 
 namespace gguf {
 class File;
+}
+namespace kernels {
+struct MatmulKernel;
 }
 
 // A weight matrix of `rows` rows of `cols` values each (GGUF ne[1] x ne[0]).
@@ -30,6 +34,10 @@ struct Matrix {
   std::string name;
   bool packed = false;
   size_t group_bytes = 0;
+  const uint8_t* file_data = nullptr;  // the rows in the file, while packed
+  // The kernel the plan (model/kernel_plan.h) chose for each column class of
+  // kernels/variants.h; nullptr: the active ISA's default for the layout.
+  std::array<const kernels::MatmulKernel*, 4> kernels{};
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };
 
@@ -49,14 +57,22 @@ struct Weights {
   std::vector<LayerWeights> layers;
 
   static Weights bind(const gguf::File& file, const ModelConfig& config);
-  // Copies every matrix that the active instruction set reads faster packed
-  // (kernels/packed.h) into one packed buffer and releases the file pages
-  // those matrices came from, so resident memory holds each weight once.
-  // The token embeddings (read a row at a time)
-  // and the output matrix when it shares them stay in the file.
-  void pack_for_kernels();
-  std::shared_ptr<void> packed_storage;  // owns the packed copies
-  uint64_t packed_bytes = 0;             // its size (already allocated: not planned again)
+  // The matrices a forward pass multiplies with (every layer's, and the
+  // output unless it is the token embeddings, which are read by row).
+  std::vector<Matrix*> matmul_matrices();
+  // Copies every matrix of these types that has a packed layout
+  // (kernels/packed.h) into one packed buffer per type. With
+  // release_file_pages, the file pages they came from are released at once,
+  // so resident memory holds each weight once; otherwise release them with
+  // release_file_pages() once the plan is settled.
+  void pack(const std::vector<TensorType>& types, bool release_file_pages);
+  // Puts the packed matrices of type t back on their file rows and frees
+  // their packed copy.
+  void unpack(TensorType t);
+  void release_file_pages();
+  // Owns the packed copies, one buffer per type.
+  std::vector<std::pair<TensorType, std::shared_ptr<void>>> packed_storage;
+  uint64_t packed_bytes = 0;  // their size (already allocated: not planned again)
   // Bytes of all matrices (what a forward pass streams through).
   uint64_t matrix_bytes() const;
 };

@@ -15,7 +15,7 @@ namespace {
 uint64_t model_plan(const DoctorOptions& o, std::vector<Finding>* out) {
   if (o.model_path.empty()) return 0;
   try {
-    std::unique_ptr<Model> m = Model::open(o.model_path);
+    std::unique_ptr<Model> m = Model::open(o.model_path, reproducible_load());
     EngineOptions eo;
     eo.n_seq_max = 1;
     eo.memory_budget = 1;  // the plan only; availability is checked under the root

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* A program built against the newest brisk.h that calls a function of the
- * newest ABI minor (brisk_type_name, added in 0.4). tests/package/
+ * newest ABI minor (brisk_model_kernel_plan, added in 0.5). tests/package/
  * abi_refusal.sh runs it against this build's libbrisk (it works) and
  * against one that lacks the newest symbol version node (the loader must
  * refuse it before main). */
 #include <brisk/brisk.h>
 #include <stdio.h>
-#include <string.h>
 
 int main(void) {
-  const char *name = brisk_type_name(BRISK_TYPE_Q4_0);
-  printf("libbrisk %s: brisk_type_name(BRISK_TYPE_Q4_0) = %s\n", brisk_version(), name ? name : "(null)");
-  return name && strcmp(name, "q4_0") == 0 ? 0 : 1;
+  size_t needed = 0;
+  char buf[16];
+  /* No model: the call must refuse it by status, not crash. */
+  brisk_status st = brisk_model_kernel_plan(NULL, buf, sizeof buf, &needed);
+  printf("libbrisk %s: brisk_model_kernel_plan(NULL) = %s\n", brisk_version(), brisk_status_name(st));
+  return st == BRISK_ERR_INVALID_ARGUMENT ? 0 : 1;
 }

@@ -150,6 +150,9 @@ func TestModelInfoAndTokens(t *testing.T) {
 	if d, err := m.Describe(); err != nil || !strings.Contains(d, "vocab 512") {
 		t.Fatalf("describe %q %v", d, err)
 	}
+	if p, err := m.KernelPlan(); err != nil || !strings.HasPrefix(p, "kernel plan: ") {
+		t.Fatalf("kernel plan %q %v", p, err)
+	}
 	if arch, err := m.Meta("general.architecture"); err != nil || arch != "llama" {
 		t.Fatalf("architecture %q %v", arch, err)
 	}

@@ -204,6 +204,14 @@ func (m *Model) Describe() (string, error) {
 	})
 }
 
+// KernelPlan is the kernel plan in use, as text: where it came from, then
+// the layout and kernel of each weight type and column class.
+func (m *Model) KernelPlan() (string, error) {
+	return m.text("kernel plan", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_model_kernel_plan(p, buf, cap, needed)
+	})
+}
+
 // WeightType is the type most matrix bytes are stored in, e.g. "q4_0".
 func (m *Model) WeightType() (string, error) {
 	return m.text("weight type", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {

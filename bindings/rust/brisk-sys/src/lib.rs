@@ -13,10 +13,10 @@ use std::os::raw::{c_char, c_int, c_void};
 
 // ---- versions ---------------------------------------------------------------
 pub const BRISK_VERSION_MAJOR: u32 = 0;
-pub const BRISK_VERSION_MINOR: u32 = 4;
+pub const BRISK_VERSION_MINOR: u32 = 5;
 pub const BRISK_VERSION_PATCH: u32 = 0;
 pub const BRISK_ABI_VERSION_MAJOR: u32 = 0;
-pub const BRISK_ABI_VERSION_MINOR: u32 = 4;
+pub const BRISK_ABI_VERSION_MINOR: u32 = 5;
 
 // ---- status -----------------------------------------------------------------
 pub type brisk_status = c_int;
@@ -218,6 +218,13 @@ extern "C" {
     pub fn brisk_model_token_bos(model: *const brisk_model) -> i32;
     pub fn brisk_model_token_eos(model: *const brisk_model) -> i32;
     pub fn brisk_model_describe(
+        model: *const brisk_model,
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> brisk_status;
+    /// Added in ABI 0.5.
+    pub fn brisk_model_kernel_plan(
         model: *const brisk_model,
         buf: *mut c_char,
         cap: usize,

@@ -228,6 +228,12 @@ impl Model {
         text_out(|buf, cap, needed| unsafe { sys::brisk_model_describe(self.raw(), buf, cap, needed) })
     }
 
+    /// The kernel plan in use, as text: where it came from, then the layout
+    /// and kernel of each weight type and column class.
+    pub fn kernel_plan(&self) -> Result<String> {
+        text_out(|buf, cap, needed| unsafe { sys::brisk_model_kernel_plan(self.raw(), buf, cap, needed) })
+    }
+
     /// The type most matrix bytes are stored in, e.g. "q4_0".
     pub fn weight_type(&self) -> Result<String> {
         text_out(|buf, cap, needed| unsafe { sys::brisk_model_weight_type(self.raw(), buf, cap, needed) })

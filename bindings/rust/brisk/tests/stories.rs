@@ -103,6 +103,7 @@ fn model_info_and_tokens() {
     assert_eq!((m.n_vocab(), m.token_bos(), m.token_eos()), (512, Some(1), Some(2)));
     assert!(m.n_ctx_train() > 0 && m.file_size() > 0);
     assert!(m.describe().unwrap().contains("vocab 512"));
+    assert!(m.kernel_plan().unwrap().starts_with("kernel plan: "));
     assert_eq!(m.meta("general.architecture").unwrap(), "llama");
     assert_eq!(m.meta("no.such.key").unwrap_err().status(), Status::NotFound);
     let ids = m.tokenize("Once upon a time", Flags::ADD_BOS).unwrap();

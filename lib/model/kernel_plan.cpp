@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: MIT
+#include "model/kernel_plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "core/error.h"
+#include "kernels/packed.h"
+#include "model/matmul_op.h"
+#include "model/plan_cache.h"
+#include "model/weights.h"
+#include "system/cgroup.h"
+#include "threads/thread_pool.h"
+
+namespace brisk {
+
+using kernels::ColClass;
+using kernels::KernelVariant;
+using kernels::kColClasses;
+
+const char* plan_mode_name(PlanMode m) {
+  switch (m) {
+    case PlanMode::automatic: return "auto";
+    case PlanMode::fixed: return "fixed";
+    case PlanMode::measure: return "measure";
+  }
+  return "?";
+}
+
+bool parse_plan_mode(const std::string& s, PlanMode* out) {
+  for (PlanMode m : {PlanMode::automatic, PlanMode::fixed, PlanMode::measure})
+    if (s == plan_mode_name(m)) return *out = m, true;
+  return false;
+}
+
+PlanMode default_plan_mode() {
+  PlanMode m = PlanMode::automatic;
+  const char* env = std::getenv("BRISK_PLAN");
+  if (env && *env) parse_plan_mode(env, &m);
+  return m;
+}
+
+const TypePlan* KernelPlan::find(TensorType t) const {
+  for (const TypePlan& tp : types)
+    if (tp.type == t) return &tp;
+  return nullptr;
+}
+
+std::string KernelPlan::describe() const {
+  char buf[512];
+  std::string s;
+  if (source == "fixed") {
+    s = "kernel plan: fixed (each instruction set's default kernels)\n";
+  } else {
+    std::snprintf(buf, sizeof buf, "kernel plan: %s in %.2f s for %d thread%s%s%s\n", source.c_str(), seconds, n_threads,
+                  n_threads == 1 ? "" : "s", cache_file.empty() ? "" : source == "cached" ? ", from " : ", cached in ",
+                  cache_file.c_str());
+    s = buf;
+  }
+  if (!note.empty()) s += "  note: " + note + "\n";
+  for (const TypePlan& tp : types) {
+    std::snprintf(buf, sizeof buf, "  %-5s %-6s", type_name(tp.type), tp.packed ? "packed" : "rows");
+    s += buf;
+    for (int c = 0; c < kColClasses; ++c) {
+      std::snprintf(buf, sizeof buf, "%s%s: %s", c ? " | " : " ", kernels::col_class_name(static_cast<ColClass>(c)),
+                    tp.kernel[c].name ? tp.kernel[c].name : "?");
+      s += buf;
+      if (tp.gbps[c] > 0) {
+        std::snprintf(buf, sizeof buf, " (%.1f GB/s)", tp.gbps[c]);
+        s += buf;
+      }
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+bool packing_disabled() {
+  const char* env = std::getenv("BRISK_REPACK");
+  return env && std::strcmp(env, "0") == 0;
+}
+
+// Columns each class is timed with, and how its classes weigh in the choice
+// of a layout (which holds for every class): decode counts most.
+constexpr int kClassCols[kColClasses] = {1, 4, 16, 64};
+constexpr double kClassWeight[kColClasses] = {0.4, 0.2, 0.2, 0.2};
+// Weight bytes timed per class: the one-column classes stream from memory as
+// decode does, so they read (up to) the whole type; the compute-bound
+// classes need far less to be timed.
+constexpr uint64_t kClassSampleBytes[kColClasses] = {uint64_t{384} << 20, uint64_t{384} << 20,
+                                                     uint64_t{160} << 20, uint64_t{24} << 20};
+constexpr int kRounds[kColClasses] = {3, 3, 2, 2};
+// How much faster than the default a variant (or the other layout, in the
+// weighted sum) must measure to be chosen: below it, differences are
+// mostly the machine's noise, and the default is the known quantity.
+constexpr double kMargin = 0.03;
+constexpr double kLayoutMargin = 0.05;
+
+bool covers(const KernelVariant& v, int ncols) { return ncols >= v.min_cols && ncols <= v.max_cols; }
+
+// The variants the planner may choose for t: the active ISA's and its extras
+// (the scalar kernels only define the results, unless nothing else runs).
+std::vector<KernelVariant> candidates(TensorType t) {
+  std::vector<KernelVariant> out;
+  const bool scalar_only = kernels::active_isa() == kernels::Isa::scalar;
+  for (const KernelVariant& v : kernels::matmul_variants(t)) {
+    if (v.isa == kernels::Isa::scalar && !scalar_only) continue;
+    if (v.packed && (packing_disabled() || !kernels::packable(t))) continue;
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The variant whose table the default lookup returns for this layout.
+KernelVariant default_variant(TensorType t, bool packed) {
+  const kernels::MatmulKernel* k = packed ? kernels::packed_matmul_kernel(t) : &kernels::matmul_kernel(t);
+  for (const KernelVariant& v : kernels::matmul_variants(t))
+    if (v.kernel == k) return v;
+  return KernelVariant{packed ? "default.packed" : "default.rows", kernels::active_isa(), packed, 1, INT_MAX, k};
+}
+
+}  // namespace
+
+TypePlan default_type_plan(TensorType t) {
+  TypePlan tp;
+  tp.type = t;
+  tp.packed = !packing_disabled() && kernels::packable(t) && kernels::packed_matmul_kernel(t) != nullptr;
+  const KernelVariant v = default_variant(t, tp.packed);
+  for (int c = 0; c < kColClasses; ++c) tp.kernel[c] = v;
+  return tp;
+}
+
+void apply_plan(Weights& w, const KernelPlan& plan) {
+  std::vector<TensorType> pack_types;
+  for (const TypePlan& tp : plan.types)
+    if (tp.packed) pack_types.push_back(tp.type);
+  w.pack(pack_types, true);
+  for (Matrix* m : w.matmul_matrices()) {
+    const TypePlan* tp = plan.find(m->type);
+    m->kernels = {};
+    // A matrix the layout does not fit (row length) keeps the defaults.
+    if (!tp || tp->packed != m->packed) continue;
+    for (int c = 0; c < kColClasses; ++c) m->kernels[c] = tp->kernel[c].kernel;
+  }
+  w.release_file_pages();
+}
+
+namespace {
+
+ThreadPoolOptions pool_options(int n_threads) {
+  ThreadPoolOptions o;
+  o.n_threads = n_threads;
+  return o;
+}
+
+// Times kernel variants on the model's own matrices, rounds interleaved
+// (each round runs every candidate once), so a change in the machine's
+// load or bandwidth falls on all of them alike.
+class Timer {
+ public:
+  Timer(Weights& w, int n_threads, double budget, Clock::time_point start)
+      : pool_(pool_options(n_threads)), budget_(budget), start_(start) {
+    int64_t max_cols = 0, max_rows = 0;
+    for (Matrix* m : w.matmul_matrices()) max_cols = std::max(max_cols, m->cols), max_rows = std::max(max_rows, m->rows);
+    x_stride_ = max_cols;
+    out_stride_ = max_rows;
+    x_.resize(static_cast<size_t>(max_cols) * kClassCols[kColClasses - 1]);
+    out_.resize(static_cast<size_t>(max_rows) * kClassCols[kColClasses - 1]);
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (float& v : x_) v = dist(rng);
+  }
+  int n_threads() const { return pool_.size(); }
+  bool over_budget() const { return seconds_since(start_) > budget_; }
+
+  // Median seconds of each candidate's pass over its own sample (the same
+  // matrices in the candidate's layout), `rounds` rounds or as many as the
+  // budget allows (at least one). Empty if the budget is spent already.
+  std::vector<double> time(const std::vector<std::vector<Matrix>>& samples, const std::vector<KernelVariant>& cands,
+                           int ncols, int rounds) {
+    std::vector<std::vector<double>> t(cands.size());
+    for (int r = -1; r < rounds; ++r) {  // round -1 warms caches and TLBs
+      if (over_budget()) {
+        if (r < 0) return {};
+        if (r > 0) break;
+      }
+      for (size_t i = 0; i < cands.size(); ++i) {
+        const auto t0 = Clock::now();
+        for (Matrix v : samples[i]) {
+          v.kernels.fill(cands[i].kernel);
+          op_.invalidate();
+          op_.run(pool_, v, x_.data(), x_stride_, ncols, out_.data(), out_stride_);
+        }
+        if (r >= 0) t[i].push_back(seconds_since(t0));
+      }
+    }
+    std::vector<double> med;
+    for (auto& v : t) {
+      if (v.empty()) return {};
+      std::sort(v.begin(), v.end());
+      med.push_back(v[v.size() / 2]);
+    }
+    return med;
+  }
+
+ private:
+  ThreadPool pool_;
+  MatmulOp op_;
+  double budget_;
+  Clock::time_point start_;
+  std::vector<float> x_, out_;
+  int64_t x_stride_ = 0, out_stride_ = 0;
+};
+
+struct Measured {
+  KernelVariant best;
+  double seconds = 0;  // 0: not measured
+  double gbps = 0;
+};
+
+// The row-major view of a matrix (its file rows, also while packed).
+Matrix rows_view(const Matrix& m) {
+  Matrix v = m;
+  if (m.packed) {
+    v.data = m.file_data;
+    v.packed = false;
+    v.group_bytes = 0;
+  }
+  return v;
+}
+
+// Times every candidate of type t for each column class, row-major and
+// packed ones in the same rounds, on the type's matrices (those the packed
+// layout fits, when it is a candidate), and keeps each layout's best.
+void measure_type(Timer& timer, TensorType t, const std::vector<Matrix*>& mats, const std::vector<KernelVariant>& vars,
+                  Measured by_rows[kColClasses], Measured by_packed[kColClasses], std::string* note) {
+  bool any_packed = false, any_rows = false;
+  for (const KernelVariant& v : vars) (v.packed ? any_packed : any_rows) = true;
+  for (int c = 0; c < kColClasses; ++c) {
+    std::vector<KernelVariant> cands;
+    for (const KernelVariant& v : vars)
+      if (covers(v, kClassCols[c])) cands.push_back(v);
+    // One candidate is timed only to weigh the layouts against each other.
+    if (cands.empty() || (cands.size() == 1 && !(any_packed && any_rows))) continue;
+    std::vector<Matrix> rows_sample, packed_sample;
+    uint64_t bytes = 0;
+    for (const Matrix* m : mats) {
+      if (bytes >= kClassSampleBytes[c]) break;
+      rows_sample.push_back(rows_view(*m));
+      if (m->packed) packed_sample.push_back(*m);
+      bytes += static_cast<uint64_t>(m->row_bytes) * static_cast<uint64_t>(m->rows);
+    }
+    std::vector<std::vector<Matrix>> samples;
+    for (const KernelVariant& v : cands) samples.push_back(v.packed ? packed_sample : rows_sample);
+    const std::vector<double> secs = timer.time(samples, cands, kClassCols[c], kRounds[c]);
+    if (secs.empty()) {
+      if (note->empty()) *note = "time budget reached: some classes keep the default kernels (not cached)";
+      continue;
+    }
+    // Each layout's best; a variant displaces the layout's default table
+    // only when it is clearly faster, so that noise does not pick it.
+    for (int layout = 0; layout < 2; ++layout) {
+      const KernelVariant def = default_variant(t, layout == 1);
+      int best = -1, def_i = -1;
+      for (size_t i = 0; i < cands.size(); ++i) {
+        if (cands[i].packed != (layout == 1)) continue;
+        if (cands[i].kernel == def.kernel) def_i = static_cast<int>(i);
+        if (best < 0 || secs[i] < secs[static_cast<size_t>(best)]) best = static_cast<int>(i);
+      }
+      if (best < 0) continue;
+      if (def_i >= 0 && secs[static_cast<size_t>(best)] > (1 - kMargin) * secs[static_cast<size_t>(def_i)]) best = def_i;
+      const double t = secs[static_cast<size_t>(best)];
+      (layout ? by_packed : by_rows)[c] =
+          Measured{cands[static_cast<size_t>(best)], t, t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0};
+    }
+  }
+}
+
+}  // namespace
+
+KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
+  const auto start = Clock::now();
+  const int n_threads = o.n_threads > 0 ? o.n_threads : sys::default_thread_count(physical_core_count());
+  auto log = [&](int level, const std::string& msg) {
+    if (o.log) o.log(level, msg);
+  };
+  std::vector<TensorType> types;
+  for (Matrix* m : w.matmul_matrices())
+    if (std::find(types.begin(), types.end(), m->type) == types.end()) types.push_back(m->type);
+
+  KernelPlan plan;
+  if (o.mode == PlanMode::fixed) {
+    plan.source = "fixed";
+    for (TensorType t : types) plan.types.push_back(default_type_plan(t));
+    apply_plan(w, plan);
+    return plan;
+  }
+
+  const PlanKey key = make_plan_key(w, n_threads);
+  const std::string dir = plan_cache_dir(o.cache_dir);
+  const std::string path = dir.empty() ? std::string() : plan_cache_path(dir, key);
+  if (o.mode == PlanMode::automatic && !path.empty()) {
+    std::string why;
+    if (read_cached_plan(path, key, &plan, &why)) {
+      plan.source = "cached";
+      plan.cache_file = path;
+      plan.seconds = seconds_since(start);
+      apply_plan(w, plan);
+      plan.seconds = seconds_since(start);
+      return plan;
+    }
+    if (!why.empty()) log(1, "kernel plan cache '" + path + "' ignored (" + why + "); measuring again");
+    plan = KernelPlan{};
+  }
+
+  // Every type with packed candidates is packed first (which also brings
+  // the file's pages in), keeping the file pages until the choice is made;
+  // then row-major candidates are timed on the file rows and packed ones on
+  // the copies, in the same rounds.
+  struct Work {
+    TensorType t;
+    std::vector<KernelVariant> vars;
+    bool has_packed = false, has_rows = false;
+    Measured by_rows[kColClasses], by_packed[kColClasses];
+  };
+  std::vector<Work> work;
+  std::vector<TensorType> to_pack;
+  for (TensorType t : types) {
+    Work wk{t, candidates(t), false, false, {}, {}};
+    for (const KernelVariant& v : wk.vars) (v.packed ? wk.has_packed : wk.has_rows) = true;
+    if (wk.has_packed) to_pack.push_back(t);
+    work.push_back(std::move(wk));
+  }
+  w.pack(to_pack, false);
+  // The budget bounds the measuring; packing is part of any load.
+  Timer timer(w, n_threads, o.budget_seconds, Clock::now());
+  for (Work& wk : work) {
+    std::vector<Matrix*> mats;
+    for (Matrix* m : w.matmul_matrices())
+      if (m->type == wk.t && (!wk.has_packed || m->packed)) mats.push_back(m);
+    measure_type(timer, wk.t, mats, wk.vars, wk.by_rows, wk.by_packed, &plan.note);
+  }
+
+  for (Work& wk : work) {
+    TypePlan tp = default_type_plan(wk.t);
+    if (wk.has_packed && wk.has_rows) {
+      // Each layout's time relative to the better one, weighed by class.
+      double score[2] = {0, 0}, weight = 0;
+      for (int c = 0; c < kColClasses; ++c) {
+        const double r = wk.by_rows[c].seconds, p = wk.by_packed[c].seconds;
+        if (r <= 0 || p <= 0) continue;
+        score[0] += kClassWeight[c] * r / std::min(r, p);
+        score[1] += kClassWeight[c] * p / std::min(r, p);
+        weight += kClassWeight[c];
+      }
+      if (weight > 0 && std::abs(score[0] - score[1]) > kLayoutMargin * weight) tp.packed = score[1] < score[0];
+    } else {
+      tp.packed = wk.has_packed;
+    }
+    const KernelVariant def = default_variant(wk.t, tp.packed);
+    const Measured* m = tp.packed ? wk.by_packed : wk.by_rows;
+    for (int c = 0; c < kColClasses; ++c) {
+      tp.kernel[c] = m[c].seconds > 0 ? m[c].best : def;
+      tp.gbps[c] = m[c].gbps;
+    }
+    if (!tp.packed && wk.has_packed) w.unpack(wk.t);
+    plan.types.push_back(tp);
+  }
+  plan.source = "measured";
+  plan.n_threads = timer.n_threads();
+  apply_plan(w, plan);
+  plan.seconds = seconds_since(start);
+  const bool partial = !plan.note.empty();
+  if (partial) {
+    log(1, "kernel plan " + plan.note);
+  } else if (!path.empty()) {
+    try {
+      write_cached_plan(path, key, plan);
+      plan.cache_file = path;
+    } catch (const Error& e) {
+      plan.note = std::string("not cached: ") + e.what();
+      log(1, "kernel plan " + plan.note);
+    }
+  } else {
+    plan.note = "not cached: no cache directory (set BRISK_CACHE_DIR or HOME)";
+    log(1, "kernel plan " + plan.note);
+  }
+  log(2, plan.describe());
+  return plan;
+}
+
+}  // namespace brisk

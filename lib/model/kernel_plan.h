@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// The kernel plan: for each weight type of a model, which layout (GGUF rows
+// or packed) and which kernel variant (kernels/variants.h) runs each column
+// class. Like FFTW's planner, the choice is measured on the machine at hand,
+// on the model's own matrices, and cached per machine and model shape
+// (model/plan_cache.h) so the next load only reads it.
+//
+// Why measure: the fastest one-column kernel differs between machines of the
+// same ISA (prefetch schemes that win on one lose on another), and whether
+// AMX or VNNI runs a prompt faster depends on the shapes. A fixed plan (the
+// ISA's default tables, as without a planner) is kept for reproducible runs.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor_type.h"
+#include "kernels/variants.h"
+
+namespace brisk {
+
+struct Weights;
+
+enum class PlanMode {
+  automatic,  // the cached plan if valid, else measure and cache
+  fixed,      // the ISA's default tables, nothing measured or cached
+  measure,    // measure even if a cached plan exists, then cache
+};
+// "auto", "fixed", "measure"; parse returns false for anything else.
+const char* plan_mode_name(PlanMode m);
+bool parse_plan_mode(const std::string& s, PlanMode* out);
+// BRISK_PLAN=auto|fixed|measure if set (tests pin the fixed plan with it),
+// else automatic.
+PlanMode default_plan_mode();
+
+struct PlanOptions {
+  PlanMode mode = default_plan_mode();
+  std::string cache_dir;  // "": $BRISK_CACHE_DIR, $XDG_CACHE_HOME/brisk, ~/.cache/brisk
+  int n_threads = 0;      // threads to measure with (0: one per physical core)
+  double budget_seconds = 2.0;  // measuring stops (defaults fill in) past this
+  std::function<void(int level, const std::string& message)> log;  // level: 1 warn, 2 info
+};
+
+struct TypePlan {
+  TensorType type = TensorType::F32;
+  bool packed = false;
+  kernels::KernelVariant kernel[kernels::kColClasses];
+  // Weight bytes read per second where this class was measured (0: not
+  // measured; the ISA default was taken).
+  double gbps[kernels::kColClasses] = {};
+};
+
+struct KernelPlan {
+  std::string source;      // "fixed", "measured", "cached"
+  std::string cache_file;  // where it was read from or written to ("" if none)
+  std::string note;        // why a cache was not used, or was not written
+  int n_threads = 0;       // threads it was measured with
+  double seconds = 0;      // time spent measuring (or reading)
+  std::vector<TypePlan> types;
+
+  const TypePlan* find(TensorType t) const;
+  // A few lines: the source, then one line per type.
+  std::string describe() const;
+};
+
+// Plans the kernels for `weights` (bound to the file, not yet packed), packs
+// what the plan packs, and sets every matrix's per-class kernels.
+KernelPlan plan_kernels(Weights& weights, const PlanOptions& options);
+
+// The fixed plan's choice for type t (what runs without a planner).
+TypePlan default_type_plan(TensorType t);
+
+// Applies a plan to bound weights: packs the types it packs (releasing file
+// pages) and sets the matrices' kernels. Types the plan does not name keep
+// the default.
+void apply_plan(Weights& weights, const KernelPlan& plan);
+
+}  // namespace brisk

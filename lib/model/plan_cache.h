@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// Kernel plans cached on disk, one JSON file per machine and model shape:
+// the key names the CPU (model, stepping), the instruction set in use, the
+// cache sizes, the thread count, the planner's version and the shapes and
+// types of the model's matrices. A file whose key differs (another machine,
+// newer kernels) or that does not parse is ignored with a warning and
+// measured again.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/kernel_plan.h"
+
+namespace brisk {
+
+// Bump when kernels or their variants change enough that old plans mislead.
+constexpr int kPlanVersion = 1;
+
+struct PlanKey {
+  std::string json;  // the key as canonical JSON text
+  std::string hash;  // 16 hex digits of its XXH64, the file name's tail
+};
+PlanKey make_plan_key(const Weights& weights, int n_threads);
+
+// The cache directory for options.cache_dir ("" = the default search).
+std::string plan_cache_dir(const std::string& option);
+std::string plan_cache_path(const std::string& dir, const PlanKey& key);
+
+// Reads a cached plan. Returns false with *why set when the file is absent
+// (why = ""), unreadable, corrupt or stale.
+bool read_cached_plan(const std::string& path, const PlanKey& key, KernelPlan* plan, std::string* why);
+// Writes it atomically (temporary file, then rename); throws brisk::Error.
+void write_cached_plan(const std::string& path, const PlanKey& key, const KernelPlan& plan);
+
+}  // namespace brisk

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+// The kernel planner (model/kernel_plan.h, plan_cache.h): a measured plan is
+// cached and read back on the next load; a corrupt, stale or foreign cache is
+// ignored with a warning and measured again; the fixed plan is the ISA
+// defaults; whatever the plan chose computes what the fixed plan computes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <tuple>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "brisk/brisk.h"
+#include "kernels/variants.h"
+#include "model/kernel_plan.h"
+#include "model/model.h"
+#include "model/plan_cache.h"
+#include "model/synthetic.h"
+
+using namespace brisk;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "brisk-plan-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// A small model whose matrices have packed and row-major candidates.
+const std::string& q4_model() {
+  static TempDir dir;
+  static const std::string path = [] {
+    const std::string p = (dir.path / "tiny-q4_0.gguf").string();
+    write_synthetic_model(find_synthetic_shape("tiny"), TensorType::Q4_0, 7, p, 1);
+    return p;
+  }();
+  return path;
+}
+
+struct Opened {
+  std::unique_ptr<Model> model;
+  std::vector<std::string> warnings;
+};
+
+Opened open_with(PlanMode mode, const std::string& cache_dir, double budget = 30) {
+  Opened o;
+  ModelOpenOptions mo;
+  mo.plan.mode = mode;
+  mo.plan.cache_dir = cache_dir;
+  mo.plan.n_threads = 2;
+  mo.plan.budget_seconds = budget;
+  mo.plan.log = [&o](int level, const std::string& msg) {
+    if (level <= 1) o.warnings.push_back(msg);
+  };
+  o.model = Model::open(q4_model(), mo);
+  return o;
+}
+
+std::vector<std::string> kernel_names(const KernelPlan& p) {
+  std::vector<std::string> out;
+  for (const TypePlan& tp : p.types) {
+    out.push_back(std::string(type_name(tp.type)) + (tp.packed ? " packed" : " rows"));
+    for (const auto& k : tp.kernel) out.push_back(k.name);
+  }
+  return out;
+}
+
+std::vector<fs::path> plan_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("kernel-plan-", 0) == 0) out.push_back(e.path());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the fixed plan is each ISA's default and is not cached", "[plan]") {
+  TempDir cache;
+  Opened o = open_with(PlanMode::fixed, cache.path.string());
+  const KernelPlan& p = o.model->kernel_plan();
+  CHECK(p.source == "fixed");
+  REQUIRE(!p.types.empty());
+  for (const TypePlan& tp : p.types) {
+    const TypePlan def = default_type_plan(tp.type);
+    CHECK(tp.packed == def.packed);
+    for (int c = 0; c < kernels::kColClasses; ++c) CHECK(tp.kernel[c].kernel == def.kernel[c].kernel);
+  }
+  CHECK(plan_files(cache.path).empty());
+  CHECK(o.warnings.empty());
+}
+
+TEST_CASE("a measured plan is cached and read back on the next load", "[plan]") {
+  TempDir cache;
+  Opened a = open_with(PlanMode::automatic, cache.path.string());
+  const KernelPlan& pa = a.model->kernel_plan();
+  CHECK(pa.source == "measured");
+  CHECK(a.warnings.empty());
+  REQUIRE(plan_files(cache.path).size() == 1);
+  CHECK(pa.cache_file == plan_files(cache.path)[0].string());
+  // Every chosen kernel exists here and fits the layout chosen for its type.
+  for (const TypePlan& tp : pa.types)
+    for (const auto& k : tp.kernel) {
+      REQUIRE(k.kernel != nullptr);
+      CHECK(k.packed == tp.packed);
+    }
+  // The matrices run what the plan says.
+  for (const LayerWeights& L : a.model->weights().layers) {
+    const TypePlan* tp = pa.find(L.wq.type);
+    REQUIRE(tp != nullptr);
+    CHECK(L.wq.packed == tp->packed);
+    for (int c = 0; c < kernels::kColClasses; ++c) CHECK(L.wq.kernels[c] == tp->kernel[c].kernel);
+  }
+
+  Opened b = open_with(PlanMode::automatic, cache.path.string());
+  CHECK(b.model->kernel_plan().source == "cached");
+  CHECK(kernel_names(b.model->kernel_plan()) == kernel_names(pa));
+  CHECK(b.warnings.empty());
+
+  // measure ignores the cache and writes it again.
+  Opened c = open_with(PlanMode::measure, cache.path.string());
+  CHECK(c.model->kernel_plan().source == "measured");
+  CHECK(plan_files(cache.path).size() == 1);
+  CHECK(c.model->kernel_plan().describe().find("measured") != std::string::npos);
+}
+
+TEST_CASE("a corrupt, stale or foreign cached plan is ignored with a warning and measured again", "[plan]") {
+  TempDir cache;
+  Opened first = open_with(PlanMode::automatic, cache.path.string());
+  REQUIRE(plan_files(cache.path).size() == 1);
+  const fs::path file = plan_files(cache.path)[0];
+  std::ifstream in(file);
+  const nlohmann::json good = nlohmann::json::parse(in);
+
+  auto reopen_with = [&](const std::string& text, const std::string& why) {
+    INFO(why);
+    {
+      std::ofstream out(file, std::ios::trunc);
+      out << text;
+    }
+    Opened o = open_with(PlanMode::automatic, cache.path.string());
+    CHECK(o.model->kernel_plan().source == "measured");
+    REQUIRE(o.warnings.size() == 1);
+    CHECK(o.warnings[0].find(file.string()) != std::string::npos);
+    CHECK(o.warnings[0].find(why) != std::string::npos);
+    // Rewritten: the next load reads it.
+    Opened again = open_with(PlanMode::automatic, cache.path.string());
+    CHECK(again.model->kernel_plan().source == "cached");
+    CHECK(again.warnings.empty());
+  };
+  reopen_with("{\"brisk_kernel_plan\": 1, \"key\": {", "not valid JSON");
+  reopen_with(std::string("\0\0\0garbage", 10), "not valid JSON");
+  nlohmann::json j = good;
+  j["key"]["cpu"] = "another CPU";
+  reopen_with(j.dump(), "another machine");
+  j = good;
+  j["brisk_kernel_plan"] = kPlanVersion + 1;
+  reopen_with(j.dump(), "another planner version");
+  j = good;
+  j["types"][0]["kernels"][0] = "avx9000.packed.q4_0";
+  reopen_with(j.dump(), "does not exist here");
+  j = good;
+  j["types"][0].erase("gbps");
+  reopen_with(j.dump(), "malformed");
+}
+
+TEST_CASE("a plan that cannot be cached still loads, and says why", "[plan]") {
+  TempDir cache;
+  const fs::path blocker = cache.path / "not-a-directory";
+  std::ofstream(blocker) << "x";
+  Opened o = open_with(PlanMode::automatic, (blocker / "sub").string());
+  CHECK(o.model->kernel_plan().source == "measured");
+  CHECK(o.model->kernel_plan().note.find("not cached") != std::string::npos);
+  CHECK(o.warnings.size() == 1);
+}
+
+TEST_CASE("planning stops at its time budget and keeps the defaults for the rest", "[plan]") {
+  TempDir cache;
+  Opened o = open_with(PlanMode::measure, cache.path.string(), 0.0);
+  const KernelPlan& p = o.model->kernel_plan();
+  CHECK(p.note.find("budget") != std::string::npos);
+  for (const TypePlan& tp : p.types)
+    for (int c = 0; c < kernels::kColClasses; ++c) {
+      CHECK(tp.gbps[c] == 0);
+      CHECK(tp.kernel[c].kernel == default_type_plan(tp.type).kernel[c].kernel);
+    }
+}
+
+TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
+  Opened o = open_with(PlanMode::fixed, "");
+  const PlanKey a = make_plan_key(o.model->weights(), 2), b = make_plan_key(o.model->weights(), 1);
+  CHECK(a.hash != b.hash);
+  CHECK(a.hash.size() == 16);
+  const nlohmann::json k = nlohmann::json::parse(a.json);
+  for (const char* field : {"cpu", "isa", "l2", "threads", "plan_version", "matrices"}) CHECK(k.contains(field));
+  CHECK(plan_cache_dir("/x/y") == "/x/y");
+}
+
+TEST_CASE("brisk tune measures, caches and prints the plan; run -v and bench print the plan in use", "[plan][cli]") {
+  const char* bin = std::getenv("BRISK_BIN");
+  REQUIRE(bin);
+  TempDir dir;
+  const std::string cache = (dir.path / "cache").string(), out = (dir.path / "out.txt").string();
+  auto run = [&](const std::string& args) {
+    const std::string cmd = std::string(bin) + " " + args + " >" + out + " 2>&1 </dev/null";
+    const int st = std::system(cmd.c_str());
+    std::ifstream in(out);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    INFO(text);
+    CHECK(WIFEXITED(st));
+    return std::make_pair(WEXITSTATUS(st), text);
+  };
+  auto [code, text] = run("tune -m " + q4_model() + " -t 2 --plan-cache " + cache + " --json");
+  REQUIRE(code == 0);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  REQUIRE(j.at("plan").size() >= 2);
+  CHECK(j["plan"][0].get<std::string>().find("measured") != std::string::npos);
+  CHECK(j["plan"][1].get<std::string>().find("q4_0") != std::string::npos);
+  CHECK(plan_files(cache).size() == 1);
+
+  // The next load reads it (with the same thread count).
+  std::tie(code, text) = run("run -m " + q4_model() + " -t 2 --plan auto --plan-cache " + cache + " -p hi -n 2 -v");
+  CHECK(code == 0);
+  CHECK(text.find("kernel plan: cached") != std::string::npos);
+  std::tie(code, text) = run("run -m " + q4_model() + " --plan fixed -p hi -n 2 -v");
+  CHECK(code == 0);
+  CHECK(text.find("kernel plan: fixed") != std::string::npos);
+  std::tie(code, text) = run("run -m " + q4_model() + " --plan sometimes -p hi -n 2");
+  CHECK(code == 2);
+  CHECK(text.find("--plan") != std::string::npos);
+  std::tie(code, text) = run("tune -m " + (dir.path / "missing.gguf").string() + " --plan-cache " + cache);
+  CHECK(code == 1);
+}
+
+TEST_CASE("brisk.h: plan options are checked and the plan is readable through the C API", "[plan][capi]") {
+  TempDir dir;
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  CHECK(mo.plan_mode == BRISK_PLAN_DEFAULT);
+  CHECK(mo.plan_cache_dir == nullptr);
+  brisk_model* m = nullptr;
+  mo.plan_mode = 7;
+  CHECK(brisk_model_open(q4_model().c_str(), &mo, &m) == BRISK_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(brisk_last_error()).find("plan_mode") != std::string::npos);
+  CHECK(m == nullptr);
+  mo.plan_mode = BRISK_PLAN_MEASURE;
+  const std::string cache = (dir.path / "c").string();
+  mo.plan_cache_dir = cache.c_str();
+  mo.plan_threads = 1;
+  REQUIRE(brisk_model_open(q4_model().c_str(), &mo, &m) == BRISK_OK);
+  size_t needed = 0;
+  char small[8];
+  CHECK(brisk_model_kernel_plan(m, small, sizeof small, &needed) == BRISK_ERR_BUFFER_TOO_SMALL);
+  std::string text(needed, '\0');
+  REQUIRE(brisk_model_kernel_plan(m, text.data(), text.size(), &needed) == BRISK_OK);
+  CHECK(text.rfind("kernel plan: measured", 0) == 0);
+  CHECK(text.find("for 1 thread,") != std::string::npos);
+  CHECK(plan_files(cache).size() == 1);
+  brisk_model_close(m);
+}
