@@ -293,9 +293,16 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   auto log = [&](int level, const std::string& msg) {
     if (o.log) o.log(level, msg);
   };
+  // The types by bytes, most first: the budget goes to what decode reads most.
+  std::vector<std::pair<uint64_t, TensorType>> by_bytes;
+  for (Matrix* m : w.matmul_matrices()) {
+    auto it = std::find_if(by_bytes.begin(), by_bytes.end(), [m](const auto& p) { return p.second == m->type; });
+    if (it == by_bytes.end()) it = by_bytes.insert(by_bytes.end(), {0, m->type});
+    it->first += static_cast<uint64_t>(m->row_bytes) * static_cast<uint64_t>(m->rows);
+  }
+  std::stable_sort(by_bytes.begin(), by_bytes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<TensorType> types;
-  for (Matrix* m : w.matmul_matrices())
-    if (std::find(types.begin(), types.end(), m->type) == types.end()) types.push_back(m->type);
+  for (const auto& p : by_bytes) types.push_back(p.second);
 
   KernelPlan plan;
   if (o.mode == PlanMode::fixed) {
