@@ -4,7 +4,9 @@
 // number of activation columns, and the weight-read bandwidth that implies.
 // Not a test and not part of the product; `brisk bench` is what users run.
 //
-//   brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20]
+//   brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20] [--variant NAME]
+//     one matrix of random weights, row-major and packed (the packed kernel
+//     the named packed variant, kernels/variants.h, if given).
 //   brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1|2]
 //                      [--threads N] [--variant LIST]
 //     every weight matrix of the file in order (one forward pass's matmuls),
@@ -49,7 +51,7 @@
 using namespace brisk;
 
 static const char kUsage[] =
-    "usage: brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20]\n"
+    "usage: brisk_kernel_bench [type=q4_0] [k=2048] [rows=5632] [cols=1,2,4,8,16] [reps=20] [--variant NAME]\n"
     "       brisk_kernel_bench --model FILE.gguf [cols=1,8] [reps=3] [copy=0|1|2] [--threads N]\n"
     "                          [--variant NAME[+NAME...][,...]]\n"
     "       brisk_kernel_bench --attend [positions=600] [head_dim=64] [group=8] [kv_heads=4] [reps=400]\n"
@@ -319,6 +321,15 @@ static int attend_mode(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "--model") return model_mode(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "--attend") return attend_mode(argc, argv);
+  // --variant NAME (anywhere): the packed kernel is that variant instead.
+  std::string variant;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--variant") {
+      variant = argv[i + 1];
+      for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];
+      argc -= 2;
+      break;
+    }
   const std::string type_name = argc > 1 ? argv[1] : "q4_0";
   if (type_name == "-h" || type_name == "--help") {
     std::fputs(kUsage, stdout);
@@ -350,6 +361,13 @@ int main(int argc, char** argv) {
               static_cast<long long>(k), rows, w.size() / 1048576.0);
   // Packed copy of the same rows, when this ISA has a packed kernel.
   const kernels::MatmulKernel* pk = kernels::packed_matmul_kernel(type);
+  if (!variant.empty()) {
+    const std::vector<kernels::KernelVariant> vs = kernels::matmul_variants(type);
+    const kernels::KernelVariant* v = kernels::find_variant(vs, variant.c_str());
+    if (!v || !v->packed) usage_error("no packed variant " + variant + " for " + type_name);
+    pk = v->kernel;
+    std::printf("packed kernel: %s\n", v->name);
+  }
   std::vector<uint8_t> wp;
   size_t gbytes = 0;
   if (pk) {
