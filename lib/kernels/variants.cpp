@@ -60,4 +60,7 @@ const KernelVariant* find_variant(const std::vector<KernelVariant>& variants, co
   return nullptr;
 }
 
+// Out of line and in a file built without ISA flags (variants.h).
+void append_variant(std::vector<KernelVariant>& out, const KernelVariant& v) { out.push_back(v); }
+
 }  // namespace brisk::kernels

@@ -39,6 +39,12 @@ struct KernelVariant {
   const MatmulKernel* kernel = nullptr;
 };
 
+// out.push_back(v), compiled without any ISA's flags: the per-ISA hooks below
+// live in files built with AVX-512 (or other) flags, where instantiating a
+// std::vector member could hand those encodings to every caller (see
+// kernels/avx512/common.h on the ODR caution).
+void append_variant(std::vector<KernelVariant>& out, const KernelVariant& v);
+
 // The variants for weight type t that this CPU and OS can run, on
 // instruction sets up to active_isa(): each ISA's default row-major and
 // packed tables first, then the per-ISA extras.

@@ -25,7 +25,8 @@
 #include "kernels/prefetch.h"
 
 namespace brisk::kernels {
-struct AttendArgs;  // kernels/vec.h
+struct AttendArgs;     // kernels/vec.h
+struct KernelVariant;  // kernels/variants.h
 }
 
 namespace brisk::kernels::avx512 {
@@ -71,6 +72,10 @@ void gemm_bf16_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
                       size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
+// The packed kernels' variants beyond the default tables (kernels/variants.h):
+// *n entries (matmul_packed.cpp, matmul_packed_float.cpp).
+const KernelVariant* packed_decode_variants(TensorType t, int* n);
+const KernelVariant* packed_float_decode_variants(TensorType t, int* n);
 
 // fp16 <-> f32 with F16C: bit-exact with core/fp16.h for every non-NaN value
 // (both round to nearest even and handle subnormals and overflow the same).

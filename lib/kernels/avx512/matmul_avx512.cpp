@@ -64,8 +64,15 @@ const MatmulKernel* avx512_packed_matmul_kernel(TensorType t) {
   }
 }
 
-// No variants beyond the default tables yet.
-void avx512_extra_variants(TensorType, std::vector<KernelVariant>&) {}
+// The packed kernels' other prefetch schemes (decode), where the default
+// packed table has a kernel for t.
+void avx512_extra_variants(TensorType t, std::vector<KernelVariant>& out) {
+  if (!avx512_packed_matmul_kernel(t)) return;
+  int n = 0;
+  const KernelVariant* v = packed_float_type(t) ? avx512::packed_float_decode_variants(t, &n)
+                                                : avx512::packed_decode_variants(t, &n);
+  for (int i = 0; i < n; ++i) append_variant(out, v[i]);
+}
 
 const MatmulKernel* avx512_matmul_kernel(TensorType t) {
   using namespace avx512;

@@ -17,6 +17,7 @@
 #include "kernels/avx512/common.h"
 #include "kernels/avx512/packed_tiles.h"
 #include "kernels/packed.h"
+#include "kernels/variants.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx512 {
@@ -75,8 +76,11 @@ constexpr size_t prefetch_distance() {
 // super-blocks non-temporal too (see Q4KTile::run_one); their wider tiles
 // keep T0.
 constexpr int kBurstPairs = 4;
+// That scheme, PackedTile's default; the others are variants (end of file).
+constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), kBurstPairs,
+                                   static_cast<int>(kPrefetchBytes), 1};
 
-template <TensorType T>
+template <TensorType T, StreamPrefetch P = kBurstNta>
 struct PackedTile {
   static constexpr int kSlices = Traits<T>::kSlices;
   static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
@@ -126,9 +130,9 @@ struct PackedTile {
       __m512 dw[NG];
       for (int i = 0; i < NG; ++i) {
         const uint8_t* pair = grp[i] + pair_off;
-        if constexpr (C == 1 && NG == 1) {
-          if (b % (2 * kBurstPairs) == 0)
-            prefetch_stream_bytes<kBurstPairs * kPairBytes, _MM_HINT_NTA>(grp[i] + pair_off + kPrefetchBytes);
+        if constexpr (C == 1) {
+          // One column: P's scheme, per stream (P.streams of them, in runs).
+          if ((b & 1) == 0) stream_prefetch<P, kPairBytes>(grp[i] + pair_off, b >> 1);
         } else if ((b & 1) == 0) {
           // Once per pair, its lines ahead in the same stream.
           prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride, span));
@@ -232,11 +236,18 @@ void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   }
 }
 
-template <TensorType T>
+template <TensorType T, StreamPrefetch P = kBurstNta>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
-  const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                        act_stride, q8_0_sums_offset(k), out, out_stride};
+  const PackedTile<T, P> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                           act_stride, q8_0_sums_offset(k), out, out_stride};
+  if (P.streams == 2 && ncols == 1) {
+    // One column as two runs side by side (packed_tiles.h), the odd group alone.
+    const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+    const int g = for_each_stream_tile<2, 1>(t, 0, ngroups, 0, 1, true);
+    if (g < ngroups) t.template run<1>(g, 0);
+    return;
+  }
   drive_pairs(t, nrows, ncols, T == TensorType::Q4_0 ? INT_MAX : 2);
 }
 
@@ -295,10 +306,18 @@ void run_k_tile(const Tile& t, int g, int c0) {
   }
 }
 
+// The K-quant one-column tiles' default prefetch: each super-block's lines
+// non-temporal 4.5 KB ahead, Q6_K's with page touches too (see
+// Q4KTile::run_one).
+constexpr StreamPrefetch kQ4KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), 0, 0, 1};
+constexpr StreamPrefetch kQ6KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), 1,
+                                 static_cast<int>(kPrefetchBytes), 1};
+
 // Q4_K super-blocks (packed.h). Per sub-block of 32: 8 vpdpbusd per column
 // give each row's integer dot, which one FMA scales by the row's sub-block
 // scale into a per-column float sum; the super-block's d, dmin and the
 // activation's scale and sums finish it once per 256 weights.
+template <StreamPrefetch P = kQ4KOne>
 struct Q4KTile : KTile {
   // Sub-block s's 16 row mins as lanes of two int16 halves, min_r in both:
   // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
@@ -423,7 +442,7 @@ struct Q4KTile : KTile {
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       const quant::BlockQ8_K& ab = a[0][b];
-      prefetch_bytes<kQ4KSuperBytes, _MM_HINT_NTA>(sb + kPrefetchBytes);
+      stream_prefetch<P, kQ4KSuperBytes>(sb, b);
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * j;
@@ -466,8 +485,8 @@ struct Q4KTile : KTile {
 // each sub-block of 16 (4 slices) gets its own integer dot and its row
 // scale; the -32 offset is removed once per super-block with the
 // activation's sums per 16.
+template <StreamPrefetch P = kQ6KOne>
 struct Q6KTile : KTile {
-
   // Up to kUnrollCols columns (decode of a few sequences), the sub-block
   // loop unrolled and with shorter dependency chains and nothing through the
   // stack: two float sums per column (even and odd sub-blocks of 16) instead
@@ -485,7 +504,10 @@ struct Q6KTile : KTile {
     const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      prefetch_weights<C, kQ6KSuperBytes, C == 1 ? _MM_HINT_NTA : _MM_HINT_T0>(sb + kPrefetchBytes);
+      if constexpr (C == 1)
+        stream_prefetch<P, kQ6KSuperBytes>(sb, b);
+      else
+        prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
       __m512 t0[C], t1[C];
       __m512i offs[C];
       for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), offs[c] = _mm512_setzero_si512();
@@ -532,6 +554,14 @@ struct Q6KTile : KTile {
   }
 };
 
+template <class Tile>
+void gemm_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
+                   float* out, size_t out_stride) {
+  const Tile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                act_stride, out, out_stride}};
+  drive<kColTile>(t, nrows, ncols);
+}
+
 }  // namespace
 
 void quantize_q8_0_sums(const float* x, void* out, int64_t k) {
@@ -560,15 +590,102 @@ void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 }
 void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  const Q6KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                   act_stride, out, out_stride}};
-  drive<kColTile>(t, nrows, ncols);
+  gemm_k_packed<Q6KTile<>>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  const Q4KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                   act_stride, out, out_stride}};
-  drive<kColTile>(t, nrows, ncols);
+  gemm_k_packed<Q4KTile<>>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
+namespace {
+// Decode prefetch schemes for the planner (kernels/variants.h). They change
+// the one-column tiles only, so each variant is offered for one column.
+// Q4_0/Q8_0 steps are pairs of blocks, K-quant steps super-blocks. Why these:
+// the default one-column schemes prefetch non-temporally (tuned on Zen 5);
+// on an Intel Xeon VM those decoded at about half the rate of any scheme
+// that leaves the lines to L2 or the L2 streamer (the commit message has the
+// figures), so the candidates are the plain hints, L2-only hints, no
+// prefetch, page touches alone, and two weight streams per thread.
+constexpr int kD = static_cast<int>(kPrefetchBytes);
+constexpr StreamPrefetch kT0{1, _MM_HINT_T0, kD, 0, 0, 1};          // a step's lines per step, into L1
+constexpr StreamPrefetch kT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 1};  //   half as far
+constexpr StreamPrefetch kT0Touch{1, _MM_HINT_T0, kD, 1, kD, 1};    //   and the pages ahead
+constexpr StreamPrefetch kT1{1, _MM_HINT_T1, kD, 0, 0, 1};          // into L2 only
+constexpr StreamPrefetch kT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 1};   //   4 times as far
+constexpr StreamPrefetch kHw{0, _MM_HINT_T0, 0, 0, 0, 1};           // the hardware prefetchers alone
+constexpr StreamPrefetch kTouch{0, _MM_HINT_T0, 0, 1, kD, 1};       // page touches alone
+constexpr StreamPrefetch kRunsT0{1, _MM_HINT_T0, kD, 0, 0, 2};      // two runs per thread, T0
+constexpr StreamPrefetch kRunsT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 2};
+constexpr StreamPrefetch kRunsT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 2};
+
+template <TensorType T, StreamPrefetch P>
+constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P>, q8_0_sums_bytes, true};
+template <class Tile>
+constexpr MatmulKernel kKKernel{TensorType::Q8_K, quantize_q8_k, gemm_k_packed<Tile>, nullptr, true};
+
+template <TensorType T, StreamPrefetch P>
+constexpr KernelVariant q_one(const char* name) {
+  return {name, Isa::avx512, true, 1, 1, &kQKernel<T, P>};
+}
+template <class Tile>
+constexpr KernelVariant k_one(const char* name) {
+  return {name, Isa::avx512, true, 1, 1, &kKKernel<Tile>};
+}
+
+constexpr KernelVariant kQ4_0Variants[] = {
+    q_one<TensorType::Q4_0, kT0>("avx512.packed.q4_0.t0"),
+    q_one<TensorType::Q4_0, kT0Near>("avx512.packed.q4_0.t0.near"),
+    q_one<TensorType::Q4_0, kT1>("avx512.packed.q4_0.t1"),
+    q_one<TensorType::Q4_0, kT1Far>("avx512.packed.q4_0.t1.far"),
+    q_one<TensorType::Q4_0, kHw>("avx512.packed.q4_0.hw"),
+    q_one<TensorType::Q4_0, kTouch>("avx512.packed.q4_0.touch"),
+    q_one<TensorType::Q4_0, kRunsT0>("avx512.packed.q4_0.2s"),
+    q_one<TensorType::Q4_0, kRunsT0Near>("avx512.packed.q4_0.2s.near"),
+    q_one<TensorType::Q4_0, kRunsT1Far>("avx512.packed.q4_0.2s.t1.far"),
+};
+constexpr KernelVariant kQ8_0Variants[] = {
+    q_one<TensorType::Q8_0, kT0>("avx512.packed.q8_0.t0"),
+    q_one<TensorType::Q8_0, kT0Near>("avx512.packed.q8_0.t0.near"),
+    q_one<TensorType::Q8_0, kT1>("avx512.packed.q8_0.t1"),
+    q_one<TensorType::Q8_0, kT1Far>("avx512.packed.q8_0.t1.far"),
+    q_one<TensorType::Q8_0, kHw>("avx512.packed.q8_0.hw"),
+    q_one<TensorType::Q8_0, kTouch>("avx512.packed.q8_0.touch"),
+    q_one<TensorType::Q8_0, kRunsT0>("avx512.packed.q8_0.2s"),
+    q_one<TensorType::Q8_0, kRunsT0Near>("avx512.packed.q8_0.2s.near"),
+    q_one<TensorType::Q8_0, kRunsT1Far>("avx512.packed.q8_0.2s.t1.far"),
+};
+constexpr KernelVariant kQ4KVariants[] = {
+    k_one<Q4KTile<kT0>>("avx512.packed.q4_k.t0"),
+    k_one<Q4KTile<kT0Touch>>("avx512.packed.q4_k.t0.touch"),
+    k_one<Q4KTile<kT1>>("avx512.packed.q4_k.t1"),
+    k_one<Q4KTile<kT1Far>>("avx512.packed.q4_k.t1.far"),
+    k_one<Q4KTile<kHw>>("avx512.packed.q4_k.hw"),
+    k_one<Q4KTile<kTouch>>("avx512.packed.q4_k.touch"),
+};
+constexpr KernelVariant kQ6KVariants[] = {
+    k_one<Q6KTile<kT0>>("avx512.packed.q6_k.t0"),
+    k_one<Q6KTile<kT0Touch>>("avx512.packed.q6_k.t0.touch"),
+    k_one<Q6KTile<kT1>>("avx512.packed.q6_k.t1"),
+    k_one<Q6KTile<kT1Far>>("avx512.packed.q6_k.t1.far"),
+    k_one<Q6KTile<kHw>>("avx512.packed.q6_k.hw"),
+    k_one<Q6KTile<kTouch>>("avx512.packed.q6_k.touch"),
+};
+
+template <size_t N>
+const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
+  *n = static_cast<int>(N);
+  return v;
+}
+}  // namespace
+
+const KernelVariant* packed_decode_variants(TensorType t, int* n) {
+  switch (t) {
+    case TensorType::Q4_0: return listed(kQ4_0Variants, n);
+    case TensorType::Q8_0: return listed(kQ8_0Variants, n);
+    case TensorType::Q4_K: return listed(kQ4KVariants, n);
+    case TensorType::Q6_K: return listed(kQ6KVariants, n);
+    default: *n = 0; return nullptr;
+  }
 }
 
 }  // namespace brisk::kernels::avx512

@@ -17,6 +17,7 @@
 #include "kernels/avx512/common.h"
 #include "kernels/avx512/packed_tiles.h"
 #include "kernels/packed.h"
+#include "kernels/variants.h"
 
 namespace brisk::kernels::avx512 {
 
@@ -34,7 +35,11 @@ struct BF16 {
   static __m512 hi(const uint8_t* q) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32))); }
 };
 
-template <typename L>
+// Decode's default: a line 4.5 KB ahead per line, pages touched every 8
+// lines (see run_groups).
+constexpr StreamPrefetch kLineT0Touch{1, _MM_HINT_T0, static_cast<int>(kPrefetchBytes), 8, 0, 1};
+
+template <typename L, StreamPrefetch P = kLineT0Touch>
 struct ExactTile {
   int64_t npairs;
   const uint8_t* w;
@@ -68,13 +73,15 @@ struct ExactTile {
         // One line 4.5 KB ahead per line read: TinyLlama F16 decode +6%
         // (30.2 -> 32.0 tok/s) and a 16-token prompt 1.8x (95 -> 174 tok/s),
         // alternating processes.
-        _mm_prefetch(reinterpret_cast<const char*>(grp[i] + prefetch_offset<NG>(at, kPrefetchBytes, w_stride, span)),
-                     _MM_HINT_T0);
-        // Decode (one stream) also touches its pages 32 KiB ahead
-        // (kernels/prefetch.h), every 8 lines. Tiles of several streams do
-        // not: there the touches cost 20-40% (see gemm_exact).
-        if constexpr (NG == 1 && C == 1)
-          if (p % 8 == 0) touch_pages_ahead(grp[i] + at, 512);
+        // Decode (one column) prefetches as P says; by default also touching
+        // its pages 32 KiB ahead (kernels/prefetch.h), every 8 lines. Tiles
+        // of several columns do not: there the touches cost 20-40% (see
+        // gemm_exact).
+        if constexpr (C == 1)
+          stream_prefetch<P, 64>(grp[i] + at, p);
+        else
+          _mm_prefetch(reinterpret_cast<const char*>(grp[i] + prefetch_offset<NG>(at, kPrefetchBytes, w_stride, span)),
+                       _MM_HINT_T0);
         wl[i] = L::lo(grp[i] + at);
         wh[i] = L::hi(grp[i] + at);
       }
@@ -115,13 +122,14 @@ struct ExactTile {
 // 58.2 -> 66.3 tok/s, then +4%), 3-4 columns 2 groups (4 sequences
 // 89 -> 111), and from 5 columns one group with 8-column tiles, which read
 // the weights once (8 sequences 153 against 134 with pairs of 4).
-template <typename L>
+template <typename L, StreamPrefetch P = kLineT0Touch>
 void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const uint8_t* act, size_t act_stride,
                 int ncols, float* out, size_t out_stride) {
-  const ExactTile<L> t{k / 2, w, w_stride, nrows, act, act_stride, out, out_stride};
+  const ExactTile<L, P> t{k / 2, w, w_stride, nrows, act, act_stride, out, out_stride};
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   int g = 0;
   if (ncols == 1) {
+    if (P.streams == 2) g = for_each_stream_tile<2, 1>(t, g, ngroups, 0, 1, true);
     for (; g < ngroups; ++g) t.template run<1>(g, 0);
     return;
   }
@@ -197,6 +205,20 @@ void gemm_batch(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const u
   }
 }
 
+template <bool kIsF16, StreamPrefetch P = kLineT0Touch>
+void gemm_float_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                       int ncols, float* out, size_t out_stride) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(act);
+  if (ncols >= kPackedFloatBatchCols) {
+    gemm_batch<kIsF16>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  } else if constexpr (kIsF16) {
+    gemm_exact<F16, P>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  } else {
+    gemm_exact<BF16, P>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  }
+}
+
 }  // namespace
 
 void quantize_packed_float_act(const float* x, void* out, int64_t k) {
@@ -214,23 +236,51 @@ void quantize_packed_float_act(const float* x, void* out, int64_t k) {
 
 void gemm_f16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                      int ncols, float* out, size_t out_stride) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(act);
-  if (ncols >= kPackedFloatBatchCols) {
-    gemm_batch<true>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
-  } else {
-    gemm_exact<F16>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
-  }
+  gemm_float_packed<true>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 
 void gemm_bf16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(act);
-  if (ncols >= kPackedFloatBatchCols) {
-    gemm_batch<false>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
-  } else {
-    gemm_exact<BF16>(k, wb, w_stride, nrows, ab, act_stride, ncols, out, out_stride);
+  gemm_float_packed<false>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
+namespace {
+// Decode prefetch schemes for the planner (kernels/variants.h), as the
+// quantized kernels' (matmul_packed.cpp): one-column tiles only, so each
+// variant is offered for one column. A step is one 64-byte line.
+constexpr int kD = static_cast<int>(kPrefetchBytes);
+constexpr StreamPrefetch kLineT0{1, _MM_HINT_T0, kD, 0, 0, 1};      // without the touches
+constexpr StreamPrefetch kLineT1{1, _MM_HINT_T1, kD, 0, 0, 1};      // into L2 only
+constexpr StreamPrefetch kLineHw{0, _MM_HINT_T0, 0, 0, 0, 1};       // the hardware prefetchers alone
+constexpr StreamPrefetch kLineT0Runs{1, _MM_HINT_T0, kD, 0, 0, 2};  // two runs per thread
+
+template <bool kIsF16, StreamPrefetch P>
+constexpr MatmulKernel kFloatKernel{TensorType::BF16, quantize_packed_float_act, gemm_float_packed<kIsF16, P>,
+                                    packed_float_act_bytes, true};
+template <bool kIsF16, StreamPrefetch P>
+constexpr KernelVariant one_col(const char* name) {
+  return {name, Isa::avx512, true, 1, 1, &kFloatKernel<kIsF16, P>};
+}
+
+constexpr KernelVariant kF16Variants[] = {
+    one_col<true, kLineT0>("avx512.packed.f16.t0"),
+    one_col<true, kLineT1>("avx512.packed.f16.t1"),
+    one_col<true, kLineHw>("avx512.packed.f16.hw"),
+    one_col<true, kLineT0Runs>("avx512.packed.f16.2s"),
+};
+constexpr KernelVariant kBF16Variants[] = {
+    one_col<false, kLineT0>("avx512.packed.bf16.t0"),
+    one_col<false, kLineT1>("avx512.packed.bf16.t1"),
+    one_col<false, kLineHw>("avx512.packed.bf16.hw"),
+    one_col<false, kLineT0Runs>("avx512.packed.bf16.2s"),
+};
+}  // namespace
+
+const KernelVariant* packed_float_decode_variants(TensorType t, int* n) {
+  switch (t) {
+    case TensorType::F16: *n = static_cast<int>(std::size(kF16Variants)); return kF16Variants;
+    case TensorType::BF16: *n = static_cast<int>(std::size(kBF16Variants)); return kBF16Variants;
+    default: *n = 0; return nullptr;
   }
 }
 

@@ -14,6 +14,30 @@ namespace {
 // scales it (measurements: matmul_packed.cpp, prefetch_distance).
 constexpr size_t kPrefetchBytes = 4608;
 
+// How a one-column (decode) tile prefetches its weights: a template argument
+// of the packed kernels, so that each scheme is a kernel of its own that the
+// planner can time (kernels/variants.h). Which one reads fastest depends on
+// the machine (its prefetchers, its miss buffers, its hypervisor's paging).
+// A step is a tile's unit of weights: a Q4_0/Q8_0 pair of blocks, a K-quant
+// super-block, a 64-byte F16/BF16 line.
+struct StreamPrefetch {
+  int every = 1;                    // at steps that are multiples of this, the lines of
+  PrefetchHint hint = _MM_HINT_T0;  //   `every` steps with this hint,
+  int distance = static_cast<int>(kPrefetchBytes);  //   this many bytes ahead; every = 0: no line prefetch
+  int touch_every = 0;              // at multiples of this, touch the pages of that many steps
+  int touch_ahead = 0;              //   from this far + kPageAheadBytes ahead (prefetch.h); 0: none
+  int streams = 1;                  // weight streams per thread: 1, or 2 runs side by side
+};
+
+// The prefetches of StreamPrefetch P at step `step`, whose weights start at `at`.
+template <StreamPrefetch P, size_t StepBytes>
+inline void stream_prefetch(const uint8_t* at, int64_t step) {
+  if constexpr (P.every > 0)
+    if (step % P.every == 0) prefetch_bytes<static_cast<int>(P.every * StepBytes), P.hint>(at + P.distance);
+  if constexpr (P.touch_every > 0)
+    if (step % P.touch_every == 0) touch_pages_ahead(at + P.touch_ahead, P.touch_every * StepBytes);
+}
+
 // Row group g's 16 results for one column at o (rows past nrows are not written).
 inline void store_group_column(float* o, int nrows, int g, __m512 v) {
   const int valid = nrows - g * kPackRows;
