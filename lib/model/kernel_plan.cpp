@@ -104,6 +104,7 @@ constexpr int kRounds[kColClasses] = {3, 3, 2, 2};
 // mostly the machine's noise, and the default is the known quantity.
 constexpr double kMargin = 0.03;
 constexpr double kLayoutMargin = 0.05;
+constexpr size_t kFinalists = 3;
 
 bool covers(const KernelVariant& v, int ncols) { return ncols >= v.min_cols && ncols <= v.max_cols; }
 
@@ -251,17 +252,38 @@ void measure_type(Timer& timer, TensorType t, const std::vector<Matrix*>& mats, 
       if (covers(v, kClassCols[c])) cands.push_back(v);
     // One candidate is timed only to weigh the layouts against each other.
     if (cands.empty() || (cands.size() == 1 && !(any_packed && any_rows))) continue;
-    std::vector<Matrix> rows_sample, packed_sample;
+    // The type's matrices in both layouts, up to `limit` bytes.
+    auto sample_of = [&](uint64_t limit, uint64_t* bytes) {
+      std::vector<Matrix> rows, packed;
+      *bytes = 0;
+      for (const Matrix* m : mats) {
+        if (*bytes >= limit) break;
+        rows.push_back(rows_view(*m));
+        if (m->packed) packed.push_back(*m);
+        *bytes += static_cast<uint64_t>(m->row_bytes) * static_cast<uint64_t>(m->rows);
+      }
+      std::vector<std::vector<Matrix>> samples;
+      for (const KernelVariant& v : cands) samples.push_back(v.packed ? packed : rows);
+      return samples;
+    };
     uint64_t bytes = 0;
-    for (const Matrix* m : mats) {
-      if (bytes >= kClassSampleBytes[c]) break;
-      rows_sample.push_back(rows_view(*m));
-      if (m->packed) packed_sample.push_back(*m);
-      bytes += static_cast<uint64_t>(m->row_bytes) * static_cast<uint64_t>(m->rows);
+    // Many candidates: one round on a quarter of the sample first, and only
+    // the fastest few, with each layout's default, go on to the full rounds.
+    if (cands.size() > kFinalists + 2) {
+      const std::vector<double> pre = timer.time(sample_of(kClassSampleBytes[c] / 4, &bytes), cands, kClassCols[c], 1);
+      if (!pre.empty()) {
+        std::vector<size_t> order(cands.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pre[a] < pre[b]; });
+        std::vector<KernelVariant> kept;
+        for (size_t r = 0; r < order.size(); ++r) {
+          const KernelVariant& v = cands[order[r]];
+          if (r < kFinalists || v.kernel == default_variant(t, v.packed).kernel) kept.push_back(v);
+        }
+        cands = kept;
+      }
     }
-    std::vector<std::vector<Matrix>> samples;
-    for (const KernelVariant& v : cands) samples.push_back(v.packed ? packed_sample : rows_sample);
-    const std::vector<double> secs = timer.time(samples, cands, kClassCols[c], kRounds[c]);
+    const std::vector<double> secs = timer.time(sample_of(kClassSampleBytes[c], &bytes), cands, kClassCols[c], kRounds[c]);
     if (secs.empty()) {
       if (note->empty()) *note = "time budget reached: some classes keep the default kernels (not cached)";
       continue;
