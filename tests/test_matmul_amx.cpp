@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The AMX packed tables (kernels/amx/): from 32 columns tile products of
+// The AMX packed tables (kernels/amx/): from kAmxMinCols columns tile products of
 // bf16-rounded weights and activations, below that the AVX-512 packed
 // kernels. Held to a double-precision product of the dequantized weights and
 // the f32 activations (within bf16 rounding), and below the threshold to the
@@ -95,7 +95,7 @@ void check(TensorType t, std::mt19937& rng, int64_t k, int nrows, int ncols) {
   const size_t out_stride = nrows + 3;
   const size_t pad = ncols % 2 ? 4 : 0;
   const std::vector<float> out = run(*amx, m, xs, nrows, k, out_stride, pad);
-  const bool tiles = ncols >= 32 && k % 32 == 0;
+  const bool tiles = ncols >= kAmxMinCols && k % 32 == 0;
   std::vector<float> same;
   if (!tiles) same = run(*vnni, m, xs, nrows, k, out_stride, 0);
   for (int c = 0; c < ncols; ++c) {
@@ -142,7 +142,7 @@ TEST_CASE("AMX packed gemm matches the reference", "[amx][simd][packed]") {
     WARN("skipped: this CPU or OS does not allow AMX-BF16");
     return;
   }
-  const int cols[] = {1, 2, 15, 16, 17, 31, 32, 33, 64, 100};
+  const int cols[] = {1, 2, 15, 16, 17, kAmxMinCols - 1, kAmxMinCols, 31, 32, 33, 64, 100};
   const int rows[] = {16, 17, 40, 100};
   for (TensorType t : kTypes) {
     std::mt19937 rng(static_cast<uint32_t>(t) * 31 + 1);

@@ -2,6 +2,8 @@
 // AMX-BF16 gemms over packed weights (kernels/packed.h), for prompt-sized
 // batches; below kAmxMinCols columns (decode, small batches: bound by
 // memory) each table calls the AVX-512 packed kernel of its type.
+// (kAmxMinCols, packed.h: each call dequantizes its weights once, which only
+// pays when enough columns share it.)
 //
 // A tile product TDPBF16PS adds, for 16 x 16 outputs, A[m][2p..2p+1] .
 // B[p][2n..2n+1] over 16 pairs p, with f32 sums:
@@ -36,13 +38,13 @@ namespace amx {
 
 namespace {
 
-// Fewer columns than this go to the AVX-512 packed kernels.
-constexpr int kAmxMinCols = 32;
 constexpr int64_t kBlockK = 32;       // k values per tile product
 constexpr size_t kTileBytes = 1024;   // one B tile: 16 pairs x 16 rows x 2 bf16
 // Bytes of dequantized weights per chunk of row groups (kept in L2 while
 // every column panel passes).
-constexpr size_t kChunkBytes = size_t{1536} << 10;
+// 1 MiB leaves room in a 2 MiB L2 for a 32-column panel of activations
+// (360 KB at k = 5632).
+constexpr size_t kChunkBytes = size_t{1024} << 10;
 
 struct ScratchBuf {
   void* p = nullptr;
