@@ -73,8 +73,8 @@ std::vector<float> run(const MatmulKernel& kern, const Matrix& m, const std::vec
                        int nrows, int64_t k, size_t out_stride, size_t pad) {
   const int ncols = static_cast<int>(xs.size());
   const size_t ab = act_column_bytes(kern, k) + pad;
-  // Exactly ncols columns: a tile reading past the last one would be caught
-  // by the sanitizer builds.
+  // Exactly ncols columns, no slack: the tail panel must come from padded
+  // scratch, not from tile loads past the last column.
   std::vector<uint8_t> act(ab * ncols);
   for (int c = 0; c < ncols; ++c) kern.quantize_act(xs[c].data(), act.data() + c * ab, k);
   std::vector<float> out(out_stride * ncols, -12345.0f);
