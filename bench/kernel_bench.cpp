@@ -76,7 +76,7 @@ static std::vector<int> parse_cols(const std::string& arg) {
   for (std::string s; std::getline(ss, s, ',');) v.push_back(parse_count(s, "column count"));
   if (v.empty()) usage_error("no column counts");
   for (int c : v)
-    if (c > 64) usage_error("at most 64 columns");
+    if (c > 512) usage_error("at most 512 columns (a prompt step)");
   return v;
 }
 

@@ -4,6 +4,11 @@
 #include <cpuid.h>
 #include <cstdint>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace brisk {
 
 namespace {
@@ -12,6 +17,18 @@ uint64_t xgetbv0() {
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+// Linux hands out the 8 KB tile-data state per process on request (5.16+);
+// without the grant the first tile instruction faults. Called once, from
+// detect() (cpu_features() is a function-local static).
+bool amx_permitted() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return ::syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;  // other systems: no known way to ask, so no AMX
+#endif
 }
 
 CpuFeatures detect() {
@@ -44,6 +61,12 @@ CpuFeatures detect() {
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
   f.avx512_vnni = f.avx512 && avx512vnni;
   f.avx512_bf16 = f.avx512 && avx512bf16;
+  const bool amx_tile = d & (1u << 24);
+  const bool os_tiles = (xcr0 & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA
+  if (f.avx512 && amx_tile && os_tiles && amx_permitted()) {
+    f.amx_bf16 = d & (1u << 22);
+    f.amx_int8 = d & (1u << 25);
+  }
   return f;
 }
 

@@ -16,6 +16,7 @@ const char* isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::amx: return "amx";
   }
   return "?";
 }
@@ -26,11 +27,13 @@ bool isa_supported(Isa isa) {
     case Isa::scalar: return true;
     case Isa::avx2: return f.avx2;
     case Isa::avx512: return f.avx512 && f.avx512_vnni;
+    case Isa::amx: return f.avx512 && f.avx512_vnni && f.avx512_bf16 && f.amx_bf16;
   }
   return false;
 }
 
 Isa best_supported_isa() {
+  if (isa_supported(Isa::amx)) return Isa::amx;
   if (isa_supported(Isa::avx512)) return Isa::avx512;
   if (isa_supported(Isa::avx2)) return Isa::avx2;
   return Isa::scalar;
@@ -41,7 +44,7 @@ Isa choose_isa() {
   Isa best = best_supported_isa();
   const char* env = std::getenv("BRISK_ISA");
   if (!env || !*env || std::strcmp(env, "auto") == 0) return best;
-  for (Isa want : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+  for (Isa want : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::amx}) {
     if (std::strcmp(env, isa_name(want)) == 0) {
       // Asking for more than the machine has gives the best it has.
       return static_cast<int>(want) <= static_cast<int>(best) ? want : best;
@@ -59,6 +62,7 @@ Isa active_isa() {
 const MatmulKernel* matmul_kernel_for(TensorType t, Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
+    case Isa::amx: return nullptr;  // row-major weights: the avx512 kernels
     case Isa::avx512: return avx512_matmul_kernel(t);
     case Isa::avx2: return avx2_matmul_kernel(t);
     case Isa::scalar: return ref_matmul_kernel(t);
@@ -76,6 +80,7 @@ const MatmulKernel& matmul_kernel(TensorType t) {
 const MatmulKernel* packed_matmul_kernel_for(TensorType t, Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
+    case Isa::amx: return amx_packed_matmul_kernel(t);
     case Isa::avx512: return avx512_packed_matmul_kernel(t);
     case Isa::scalar: return ref_packed_matmul_kernel(t);
     default: return nullptr;
@@ -102,6 +107,7 @@ namespace brisk::kernels {
 const VecKernels* vec_kernels_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
+    case Isa::amx:  // AMX adds no vector kernels
     case Isa::avx512: return avx512_vec_kernels();
     case Isa::avx2: return avx2_vec_kernels();
     case Isa::scalar: return ref_vec_kernels();

@@ -13,4 +13,5 @@ const MatmulKernel* avx512_matmul_kernel(TensorType weight_type);  // avx512/ (n
 // Kernels over the packed layout (kernels/packed.h); nullptr where none.
 const MatmulKernel* ref_packed_matmul_kernel(TensorType weight_type);
 const MatmulKernel* avx512_packed_matmul_kernel(TensorType weight_type);
+const MatmulKernel* amx_packed_matmul_kernel(TensorType weight_type);  // amx/ (needs AMX-BF16)
 }  // namespace brisk::kernels

@@ -15,7 +15,9 @@
 
 namespace brisk::kernels {
 
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+// amx: the AVX-512 kernels plus AMX tile gemms over packed weights for
+// prompt-sized batches (kernels/amx/).
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
 const char* isa_name(Isa isa);
 
 struct MatmulKernel {
@@ -51,7 +53,8 @@ const MatmulKernel* packed_matmul_kernel_for(TensorType weight_type, Isa isa);
 size_t act_column_bytes(const MatmulKernel& kern, int64_t k);
 
 // Instruction set chosen once at start-up: the best the CPU and OS support
-// (CPUID + XGETBV), unless BRISK_ISA=scalar|avx2|avx512 asks for less.
+// (CPUID + XGETBV, for AMX the OS's permission), unless
+// BRISK_ISA=scalar|avx2|avx512|amx asks for less (avx512: without AMX).
 Isa active_isa();
 // The best the machine supports, ignoring BRISK_ISA.
 Isa best_supported_isa();

@@ -106,6 +106,9 @@ constexpr size_t kQ6KSuperBytes = 3360;
 constexpr size_t q6k_hi_offset(int h, int m) { return 288 + 192 * static_cast<size_t>(8 * h + m); }
 constexpr size_t q6k_lo_offset(int j, int m) { return q6k_hi_offset(j / 2, m) + 64 + 64 * static_cast<size_t>(j % 2); }
 constexpr int kPackedFloatBatchCols = 32;
+// From this many columns the AMX tables (kernels/amx/) multiply tiles of
+// bf16; below it they call the AVX-512 packed kernels.
+constexpr int kAmxMinCols = 24;
 
 // True for the weight types that have a packed layout (Q4_0, Q8_0, Q4_K,
 // Q6_K, F16, BF16), and with k, for a matrix of rows of k values.

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// The AMX packed tables (kernels/amx/): from kAmxMinCols columns tile products of
+// bf16-rounded weights and activations, below that the AVX-512 packed
+// kernels. Held to a double-precision product of the dequantized weights and
+// the f32 activations (within bf16 rounding), and below the threshold to the
+// AVX-512 kernel's exact results.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/cpu.h"
+#include "core/fp16.h"
+#include "core/tensor_type.h"
+#include "kernels/matmul.h"
+#include "kernels/packed.h"
+#include "kernels/variants.h"
+#include "quant/quant.h"
+
+using namespace brisk;
+using namespace brisk::kernels;
+
+namespace {
+
+const TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K,
+                             TensorType::Q6_K, TensorType::F16,  TensorType::BF16};
+
+struct Matrix {
+  std::vector<uint8_t> packed;
+  size_t group_bytes = 0;
+  std::vector<float> values;  // the weights as the file means them, row-major
+};
+
+Matrix make_matrix(std::mt19937& rng, TensorType t, int nrows, int64_t k) {
+  std::normal_distribution<float> nd(0, 1);
+  const size_t rb = row_bytes(t, k);
+  std::vector<uint8_t> rows(rb * nrows);
+  std::vector<float> x(k);
+  for (int r = 0; r < nrows; ++r) {
+    for (auto& v : x) v = nd(rng) * (1.0f + static_cast<float>(r % 5));
+    uint8_t* dst = rows.data() + rb * r;
+    if (t == TensorType::F16) {
+      for (int64_t i = 0; i < k; ++i) {
+        const uint16_t h = f32_to_fp16(x[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+    } else if (t == TensorType::BF16) {
+      for (int64_t i = 0; i < k; ++i) {
+        const uint16_t h = f32_to_bf16(x[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+    } else {
+      quant::quantize_row(t, x.data(), dst, k);
+    }
+  }
+  Matrix m;
+  m.group_bytes = packed_group_bytes(t, k);
+  const int ng = (nrows + kPackRows - 1) / kPackRows;
+  m.packed.assign(m.group_bytes * ng, 0xCD);
+  for (int g = 0; g < ng; ++g)
+    pack_row_group(t, rows.data() + rb * kPackRows * g, rb, std::min(kPackRows, nrows - g * kPackRows), k,
+                   m.packed.data() + m.group_bytes * g);
+  m.values.resize(static_cast<size_t>(nrows) * k);
+  for (int r = 0; r < nrows; ++r) quant::dequantize_row(t, rows.data() + rb * r, m.values.data() + r * k, k);
+  return m;
+}
+
+// Runs kern over all columns; stride padded by `pad` bytes (unaligned columns).
+std::vector<float> run(const MatmulKernel& kern, const Matrix& m, const std::vector<std::vector<float>>& xs,
+                       int nrows, int64_t k, size_t out_stride, size_t pad) {
+  const int ncols = static_cast<int>(xs.size());
+  const size_t ab = act_column_bytes(kern, k) + pad;
+  // Exactly ncols columns, no slack: the tail panel must come from padded
+  // scratch, not from tile loads past the last column.
+  std::vector<uint8_t> act(ab * ncols);
+  for (int c = 0; c < ncols; ++c) kern.quantize_act(xs[c].data(), act.data() + c * ab, k);
+  std::vector<float> out(out_stride * ncols, -12345.0f);
+  kern.gemm(k, m.packed.data(), m.group_bytes, nrows, act.data(), ab, ncols, out.data(), out_stride);
+  return out;
+}
+
+void check(TensorType t, std::mt19937& rng, int64_t k, int nrows, int ncols) {
+  const MatmulKernel* amx = packed_matmul_kernel_for(t, Isa::amx);
+  const MatmulKernel* vnni = packed_matmul_kernel_for(t, Isa::avx512);
+  REQUIRE(amx != nullptr);
+  REQUIRE(amx->packed);
+  const Matrix m = make_matrix(rng, t, nrows, k);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<std::vector<float>> xs(ncols, std::vector<float>(k));
+  for (auto& x : xs)
+    for (auto& v : x) v = nd(rng);
+  const size_t out_stride = nrows + 3;
+  const size_t pad = ncols % 2 ? 4 : 0;
+  const std::vector<float> out = run(*amx, m, xs, nrows, k, out_stride, pad);
+  const bool tiles = ncols >= kAmxMinCols && k % 32 == 0;
+  std::vector<float> same;
+  if (!tiles) same = run(*vnni, m, xs, nrows, k, out_stride, 0);
+  for (int c = 0; c < ncols; ++c) {
+    for (int r = 0; r < nrows; ++r) {
+      double exact = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double p = static_cast<double>(m.values[r * k + i]) * xs[c][i];
+        exact += p;
+        mag += std::fabs(p);
+      }
+      const float got = out[c * out_stride + r];
+      INFO(type_name(t) << " k=" << k << " rows=" << nrows << " cols=" << ncols << " r=" << r << " c=" << c);
+      if (tiles) {
+        // Each factor rounded to bf16 (2^-9 relative), f32 sums.
+        REQUIRE(std::fabs(got - exact) <= 0x1p-8 * mag + 1e-30);
+      } else {
+        REQUIRE(got == same[c * out_stride + r]);  // the AVX-512 kernel itself
+      }
+    }
+    for (size_t r = nrows; r < out_stride; ++r) REQUIRE(out[c * out_stride + r] == -12345.0f);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("AMX is offered only where the CPU and OS allow it", "[amx]") {
+  const CpuFeatures& f = cpu_features();
+  REQUIRE(isa_supported(Isa::amx) == (f.avx512 && f.avx512_vnni && f.avx512_bf16 && f.amx_bf16));
+  if (!isa_supported(Isa::amx)) {
+    for (TensorType t : kTypes) REQUIRE(packed_matmul_kernel_for(t, Isa::amx) == nullptr);
+    REQUIRE(static_cast<int>(active_isa()) < static_cast<int>(Isa::amx));
+  }
+  REQUIRE(std::string(isa_name(Isa::amx)) == "amx");
+  // Below AMX (BRISK_ISA=avx512 or a CPU without it) no variant is an AMX one.
+  for (TensorType t : kTypes)
+    for (const KernelVariant& v : matmul_variants(t)) {
+      REQUIRE(static_cast<int>(v.isa) <= static_cast<int>(active_isa()));
+      if (active_isa() == Isa::amx && v.isa == Isa::amx) REQUIRE(std::string(v.name).rfind("amx.packed.", 0) == 0);
+    }
+}
+
+TEST_CASE("AMX packed gemm matches the reference", "[amx][simd][packed]") {
+  if (!isa_supported(Isa::amx)) {
+    WARN("skipped: this CPU or OS does not allow AMX-BF16");
+    return;
+  }
+  const int cols[] = {1, 2, 15, 16, 17, kAmxMinCols - 1, kAmxMinCols, 31, 32, 33, 64, 100};
+  const int rows[] = {16, 17, 40, 100};
+  for (TensorType t : kTypes) {
+    std::mt19937 rng(static_cast<uint32_t>(t) * 31 + 1);
+    const bool k256 = t == TensorType::Q4_K || t == TensorType::Q6_K;
+    const std::vector<int64_t> ks = k256 ? std::vector<int64_t>{256, 512, 5632}
+                                         : std::vector<int64_t>{32, 96, 2048, 5632};
+    int n = 0;
+    for (int nc : cols)
+      for (int nr : rows) {
+        const int64_t k = ks[n++ % ks.size()];
+        if (k == 5632 && nc > 33) continue;  // the double reference is slow
+        check(t, rng, k, nr, nc);
+      }
+    // k not a multiple of 32 (F16/BF16): the AVX-512 kernel even for many columns.
+    if (t == TensorType::F16 || t == TensorType::BF16) check(t, rng, 50, 33, 40);
+  }
+}
