@@ -173,7 +173,7 @@ struct Repetition {
 // lands on all of them alike; each is timed on its own clock. A turn is
 // kStepsPerTurn steps, not one: when the turn passes, the last engine's
 // pool threads spin a little on the cores the next engine's threads need,
-// which cost one-step turns ~3% at a single sequence (the fastest steps).
+// which slows one-step turns noticeably at a single sequence (the fastest steps).
 constexpr int kStepsPerTurn = 8;
 bool run_together(const std::vector<std::pair<brisk_engine*, int>>& engines, const std::vector<int32_t>& prompt,
                   int n_gen, int window, std::vector<Run>* out) {
@@ -497,8 +497,8 @@ int cmd_bench(int argc, char** argv) {
     // before and just after it (the host's bandwidth drifts between
     // repetitions), then the median of the steady repetitions: those whose
     // two readings agree within kSteadyBandwidth. Where they do not, the
-    // host's bandwidth changed during the repetition (on a shared VM it
-    // flips between states 1.5x apart within seconds) and the mean of the
+    // host's bandwidth changed during the repetition (on a shared host it can
+    // flip between states within seconds) and the mean of the
     // two is not the ceiling the repetition ran against. With no steady
     // repetition the median is over all of them.
     constexpr double kSteadyBandwidth = 0.15;

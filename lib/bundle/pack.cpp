@@ -114,8 +114,8 @@ void pack(const std::string& in, const std::string& out, const PackOptions& o, c
   if (!cctx) throw std::bad_alloc();
   zcheck(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, o.level), "level");
   // Long-distance matching only pays where the file repeats itself farther
-  // back than the level's window: measured on a 2.2 GB F16 model of random
-  // normal weights it saved nothing and cost 50% more CPU. The tensor hashes
+  // back than the level's window: on random-looking weights it saves nothing
+  // and costs much more CPU. The tensor hashes
   // say exactly when it pays: the same data stored twice (an untied output
   // equal to the embeddings, a tensor copied into a second file section).
   const ZSTD_compressionParameters cp = ZSTD_getCParams(o.level, f.file_size(), 0);

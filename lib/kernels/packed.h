@@ -38,11 +38,9 @@
 //   [256, 2304) the nibbles: GGUF's 32-byte runs j = 0..3 (low nibbles
 //   sub-block 2j, high nibbles 2j+1), slice m of run j, row r at
 //   256 + 512j + 64m + 4r.
-//   (The same size as GGUF's. Scales and mins had been whole bytes, 2.8%
-//   more to read per token, and decode is bound by the reads, not by the
-//   few more instructions that split the bits: with 20% of the one-column
-//   kernel's work removed, as a test, an all-Q4_K TinyLlama decoded at the
-//   same 85-86% of the probe at 84-87 GB/s.)
+//   (The same size as GGUF's. Whole-byte scales and mins would be more to
+//   read per token, and decode is bound by the reads, not by the few more
+//   instructions that split the bits.)
 //
 // Q6_K (16 sub-blocks of 16 with int8 scales, against Q8_K): weights as
 // unsigned 6-bit q (value q - 32), per super-block kQ6KSuperBytes bytes:
@@ -56,13 +54,9 @@
 //       64j + 32 + 4m + i in the high one.
 //   Each chunk holds all the bits of its 32 weights per row, so a super-block
 //   is read from one 3 KB stretch in chunk order (q6k_hi_offset,
-//   q6k_lo_offset). The layout before kept the two planes 2 KB apart: a
-//   decode's matmul passes read 3-6% faster when a one-column loop read the
-//   same bytes in chunk order, each chunk's three slices together
-//   (TinyLlama-shape Q6_K, 2 threads, loops swapped pass by pass in one
-//   process). Over this layout that loop then decoded whole Q4_K_M steps
-//   slower than run_few<1> (67-73% against 80-82% of the probe, builds
-//   alternating), so run_few<1> reads it.
+//   q6k_lo_offset), which reads faster than two planes kept apart;
+//   run_few<1> reads it at one column, measured faster than a dedicated
+//   one-column loop.
 //   (The same size as GGUF's.)
 //
 // F16 and BF16 (rows of even length), 2 bytes per weight like GGUF: value
@@ -76,7 +70,7 @@
 //   ones: weights widened to f32, f32 activations, f32 sums. From
 //   kPackedFloatBatchCols columns on (prompt chunks, compute-bound) weights
 //   and activations are rounded to bfloat16 and multiplied with vdpbf16ps
-//   (f32 accumulation): 2.3x the f32 FMA rate, with the precision bf16
+//   (f32 accumulation): well above the f32 FMA rate, with the precision bf16
 //   models are trained in (8 significant bits per factor, f32 sums).
 //   Activation columns ("F32 + BF16") carry both forms: k floats, then, from
 //   the next 64-byte boundary, the k values rounded to bf16 (round to nearest

@@ -25,16 +25,10 @@ using PrefetchHint = decltype(_MM_HINT_T0);
 // and neither the hardware prefetchers nor, it seems, a burst of software
 // prefetches run ahead across it). One prefetch into a page well before the
 // stream gets there takes that walk early (the weights sit on 2 MB pages in
-// the guest, but the host seems to map guest memory in 4 KiB pages). TinyLlama
-// decode on the Zen 5 VM, two builds alternating, 3 rounds of 5 repetitions:
-// Q4_0 85-94 -> 108-121 tok/s, Q8_0 45-53 -> 57-68 tok/s, Q4_K_M
-// unchanged (later measured slower with them: Q4_K's one-column tile now
-// goes without, matmul_packed.cpp); F16, once its decode read one stream
-// with touches instead of 4 without, 27.0-32.8 -> 33.3-37.2
-// (matmul_packed_float.cpp). Chosen inside one build at run time: 16, 32 and
-// 64 KiB ahead measured alike, 8 KiB less; L2 (T2), L1 (T0) and NTA hints
-// alike. A one-thread harness over a 440 MB packed matrix: Q4_0 +18-23%.
-// Plain reads of the same memory gain little from it (-8% to +8%): their
+// the guest, but the host may map guest memory in 4 KiB pages). Decode
+// measured faster with the touches (Q4_K's one-column tile goes without,
+// matmul_packed.cpp); the distance and hint matter little as long as the
+// touch lands several pages ahead. Plain reads gain little from it: their
 // loads run far enough ahead out of order to start the walks.
 constexpr size_t kPageAheadBytes = 32768;
 
@@ -51,18 +45,14 @@ static inline void touch_pages_ahead(const uint8_t* p, size_t bytes) {
 
 // Prefetches the cache lines of [p, p + Bytes). Decode (one column) walks
 // the rows one after another, a single linear stream that the hardware
-// prefetcher follows well; measured on Zen 4, reading 2 or 4 rows side by
-// side instead cut DRAM throughput by 30-50% (rows are only ~1-4 KB, too
-// short for per-stream training). The software prefetch a few KB ahead
-// covers stream starts and page crossings. Multi-column tiles read R rows
-// side by side and prefetch the next row groups. Prefetches past the end of
-// the matrix are harmless.
-// The loop is left rolled on purpose: fully unrolled (GCC unroll 64), the
-// Q4_0 and Q8_0 kernels ran 18-20% faster with weights in L2 but decoded
-// TinyLlama 4-22% slower (Q4_0 96 against 104-124 tok/s, Q8_0 58-59
-// against 61-64; one build, variants in turns, 3 rounds), Q4_K and Q6_K
-// 5-10% slower in L2. The loop seems to pace the prefetches so that they
-// do not crowd out the demand loads.
+// prefetcher follows well; reading 2 or 4 rows side by side instead cut
+// DRAM throughput (rows of a few KB are too short for per-stream training).
+// The software prefetch a few KB ahead covers stream starts and page
+// crossings. Multi-column tiles read R rows side by side and prefetch the
+// next row groups. Prefetches past the end of the matrix are harmless.
+// The loop is left rolled on purpose: fully unrolled, kernels ran faster
+// with weights in L2 but decoded slower from DRAM. The loop seems to pace
+// the prefetches so that they do not crowd out the demand loads.
 template <int Bytes, PrefetchHint Hint = _MM_HINT_T0>
 static inline void prefetch_bytes(const uint8_t* p) {
   for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
@@ -72,9 +62,8 @@ static inline void prefetch_bytes(const uint8_t* p) {
 // prefetch_bytes plus touch_pages_ahead over the same bytes: for a one-column
 // (decode) tile, which reads a single stream as fast as memory allows.
 // Tiles of 2-16 columns, which read one stream more slowly or several side
-// by side, do not touch pages: there the same touches measured from +5% to
-// -45% (Q8_0, 8 and 16 sequences), so only C == 1 gets them (except Q4_K's,
-// see Q4KTile::run_one).
+// by side, do not touch pages: there the touches measured slower, so only
+// C == 1 gets them (except Q4_K's, see Q4KTile::run_one).
 template <int Bytes, PrefetchHint Hint = _MM_HINT_T0>
 static inline void prefetch_stream_bytes(const uint8_t* p) {
   prefetch_bytes<Bytes, Hint>(p);

@@ -18,9 +18,7 @@ int64_t groups_of(const Matrix& w) { return (w.rows + kRowGroup - 1) / kRowGroup
 // The passes are split in units of two groups: the packed Q4_0/Q8_0 and F16
 // tiles take groups in pairs, and a piece of an odd number of groups (the
 // halving steps at the end, steals) left one group to a single-stream tile,
-// which reads slower: 3% of Q4_0 decode time went to such tiles, and whole
-// pairs decoded 0.5% faster (Q8_0 0.4%, 4 and 16 sequences 1-2%; variants
-// in turns in one process, 4-6 rounds).
+// which reads slower; whole pairs measured faster.
 constexpr int64_t kGroupsPerUnit = 2;
 int64_t units_of(int64_t n_groups) { return (n_groups + kGroupsPerUnit - 1) / kGroupsPerUnit; }
 // Units per claim in a pass of n_units: about 8 claims per thread, at most
@@ -74,10 +72,8 @@ void MatmulOp::read_ahead(ThreadPool& pool, std::initializer_list<const Matrix*>
   const int64_t n_units = units_of(n_groups);
   const int64_t step = split_step(n_units, n_threads) * kGroupsPerUnit;  // in groups
   // Two steps, at most half the worker's L2 (the rest holds the activations
-  // and the piece it works on): TinyLlama Q4_0 decode ran about 1% faster
-  // with it (0.3-2.6% in 6 rounds), 8 and 16 sequences 1-4%; one step capped
-  // at 256 KiB gained less than half of that (Zen 5, L2 1 MiB, variants in
-  // turns in one process).
+  // and the piece it works on), which measured faster than one step capped
+  // lower.
   const size_t l2 = cpu_topology().l2_bytes ? cpu_topology().l2_bytes : size_t{256} << 10;
   for (int t = 1; t < n_threads; ++t) {
     // Thread t's stretch starts at group g0; its first steps stay inside
@@ -156,8 +152,8 @@ void MatmulOp::run(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, cons
   // One contiguous stretch of the weights per thread, walked a few units at
   // a time (threads/range_split.h): about 8 steps per thread, at most 16
   // groups (~290 KB of Q4_0 at 2048 columns), halving towards the end. Each
-  // claim is a locked instruction, which waits for the loads before it: at
-  // 4 groups a step the claims took ~4% of decode time.
+  // claim is a locked instruction, which waits for the loads before it, so
+  // steps must not be so small that claims cost a visible share of a pass.
   const int64_t n_units = units_of(n_groups);
   split_.reset(n_threads, n_units, split_step(n_units, n_threads));
   read_ahead(pool, next);

@@ -128,10 +128,8 @@ inline void softmax_flat(float* scores, int n_pos, int G, float* inv) {
 // then the compiler keeps most of the queries in registers across the loop
 // and runs it without branches. Written inline over AttendArgs, the queries
 // were reloaded after every store to the scores (which might have aliased
-// them) and a run-time head count kept its branches. `brisk_kernel_bench
-// --attend` (4 KV heads, 600 positions in L2): groups of 8, head_dim 64:
-// 37.8 -> 33.0 us; head_dim 128: 109 -> 79 us; TinyLlama decode at ~550
-// positions (engine timed with a temporary timer): 814 -> 596 us per token.
+// them) and a run-time head count kept its branches, which measured
+// markedly slower.
 template <TensorType KT, int NV, int NH, bool kPrefetch, bool kMasked>
 __attribute__((noinline)) void score_heads(const float* __restrict q, const uint8_t* k, size_t k_stride,
                                            const uint8_t* v, size_t v_stride, int v_bytes, int n_pos, size_t S,
@@ -200,10 +198,8 @@ void attend_impl(const AttendArgs& a) {
   // divisor of 16 (kernels/vec.h, attend_scores_stride) so that the softmax
   // walks them as whole vectors. Unpadded, groups that do not divide 16 read
   // each position's scores with masked loads right after the previous
-  // position's store to the same 64 bytes, which stalled on store
-  // forwarding (brisk_kernel_bench --attend, 4 KV heads, 600 positions:
-  // groups of 7 79 -> 33 us, 6: 78 -> 30, 3: 63 -> 15, 12: 96 -> 53;
-  // head_dim 128, 7: 147 -> 77).
+  // position's store to the same 64 bytes, which stalls on store
+  // forwarding.
   const int S = attend_scores_stride(G);
   for (int p = 0; p < kAhead && p < a.n_pos; ++p) {
     prefetch_row<KT, NV>(a.k + static_cast<size_t>(p) * a.k_stride);

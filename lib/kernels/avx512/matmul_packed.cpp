@@ -46,14 +46,10 @@ inline int32_t load_i32(const void* p) {
 }
 
 // How far ahead of the current block the weight stream is prefetched.
-// Measured on Zen 4 with DRAM-resident weights: 4.5 KB lifted 4-8 column
-// tiles by 40-50% (the first tile of a group otherwise waits on DRAM at
-// every block); 2.3 KB gained less and 9 KB no more. With both cores
-// streaming (Zen 5, Q4_0, 25 alternating runs, 4 rounds) 18 KB beat 4.5 KB
-// for multi-column tiles (4 columns +4-7%, 2 columns +1-2%). Two-group tiles
-// do best at 4.5 KB per stream (Zen 5, Q4_0, all distances interleaved in
-// one process, 11 rounds: 2 columns 76.1 GB/s at 4.5 KB, 73.6-74.1 at 9-27
-// KB; 4 columns 68.6 against 63.6-65.3).
+// With DRAM-resident weights a tile must prefetch well ahead, or the first
+// tile of a group waits on DRAM at every block. With all cores streaming,
+// multi-column one-group tiles measured faster four times as far ahead;
+// decode and two-group tiles (two streams each) do best at kPrefetchBytes.
 template <int NG, int C>
 constexpr size_t prefetch_distance() {
   return C == 1 || NG > 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
@@ -62,19 +58,14 @@ constexpr size_t prefetch_distance() {
 // One column (decode) reads one stream per thread and prefetches it in
 // bursts: every kBurstPairs pairs, the next kBurstPairs pairs' lines
 // kPrefetchBytes ahead, as the Q4_K tile does per super-block. Against a
-// pair's lines at every pair, two runs per thread (the form before), TinyLlama
-// decode went 80 -> 97 tok/s for Q4_0 and 44-51 -> 50-56 for Q8_0 (Zen 5,
-// variants in turns in one process, 3 rounds); one stream with a pair's lines
-// per pair reached 91 (Q4_0). Bursts of 2 or 8 pairs and distances of 2.3-11.5
-// KB did no better (3.4 KB equal). With two or more columns, bursts lost 20%
-// (2 and 4 sequences): those tiles keep a pair's lines per pair.
-// The burst is non-temporal (prefetchnta): the lines are read once, and Q4_0
-// decode ran 0.5-7% faster than with T0 in 13 of 13 rounds (Zen 5, variants
-// in turns in one process); Q8_0 the same within noise there, and ahead of
-// T0 by 2-13% in 6 of 6 pairs of two builds alternating (Q4_0 then mixed,
-// -15% to +16%). The Q4_K and Q6_K one-column tiles prefetch their
-// super-blocks non-temporal too (see Q4KTile::run_one); their wider tiles
-// keep T0.
+// Bursts measured faster for decode than a pair's lines at every pair or two
+// runs per thread; with two or more columns bursts measured slower, so those
+// tiles keep a pair's lines per pair.
+// The burst is non-temporal (prefetchnta): the lines are read once, and it
+// measured faster than T0 on the machine the default was tuned on (other
+// machines get a plan's variant, below). The Q4_K and Q6_K one-column tiles
+// prefetch their super-blocks non-temporal too (see Q4KTile::run_one); their
+// wider tiles keep T0.
 constexpr int kBurstPairs = 4;
 // That scheme, PackedTile's default; the others are variants (end of file).
 constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), kBurstPairs,
@@ -103,9 +94,7 @@ struct PackedTile {
   // [c0, c0 + C) (packed_tiles.h, for_each_stream_tile). With two
   // groups each activation broadcast feeds two vpdpbusd: per column and
   // block the broadcasts, the offset and the scale then cost half as much
-  // per row (in-cache, 2 columns: 7.5 -> 5.8 cycles per column and 16-row
-  // block; 4-8 columns: 7.0 -> 5.3, near the 8 vpdpbusd + convert, scale
-  // and FMA that the two multiply pipes must run).
+  // per row, which matters where the multiply pipes bind (in cache).
   template <int NG, int C>
   void run_groups(int g, int c0, int span) const {
     const uint8_t* grp[NG];
@@ -165,10 +154,9 @@ struct PackedTile {
           }
           dot[0] = _mm512_add_epi32(i0, i1);
         } else if (T == TensorType::Q4_0 && C != 2) {
-          // Two chains per group (even and odd j), as for one group: Q4_0
-          // decode +3%, 4 sequences +2-5%; 2 sequences -1.5-2% and Q8_0
-          // -3% at 1-2 columns, which keep one chain per group (TinyLlama,
-          // variants stepped in turns in one process, 3+ rounds).
+          // Two chains per group (even and odd j), as for one group: measured
+          // faster for Q4_0, but slower for Q8_0 and for Q4_0 at 2 columns,
+          // which keep one chain per group.
           __m512i odd[NG];
           for (int i = 0; i < NG; ++i) dot[i] = offset, odd[i] = _mm512_setzero_si512();
           for (int j = 0; j < 8; j += 2) {
@@ -198,10 +186,10 @@ struct PackedTile {
 
 // Columns are taken in blocks whose activations stay in L2 (a few KB per
 // column) while the row groups pass; within a block, tiles of up to 8
-// columns reuse each block's unpacked weights from registers (8 measured
-// 20-40% faster than 4 or 6 at 8 columns for all three types: the unpacking
-// is paid once instead of twice). Tiles of two groups hold twice the
-// weights, so they take up to 4 columns (5 or more spill registers).
+// columns reuse each block's unpacked weights from registers (8 measured faster
+// than 4 or 6: the unpacking is paid once instead of twice). Tiles of two
+// groups hold twice the weights, so they take up to 4 columns (5 or more
+// spill registers).
 constexpr int kColTile = 8;
 constexpr int kColTile2 = 4;
 constexpr int kColBlock = 32;
@@ -216,15 +204,11 @@ void drive(const Tile& t, int nrows, int ncols) {
 }
 
 // As drive, with row groups in pairs when there are 2 to max_pair_cols
-// columns. Two streams per thread keep more DRAM reads in flight than one:
-// two columns ran 4-8% faster with pairs for Q4_0 and 15% for Q8_0
-// (TinyLlama, both variants stepped in turns in one process). One column
-// reads one stream (kBurstPairs). Q8_0 from 3 columns on does better with
-// one group and 8-column tiles (8 sequences: 305 against 233 tok/s): its
-// weights need no unpacking, so the wider tile loses nothing and reads the
-// weights once. The K-quant tiles stay at one group: Q4_K in pairs decoded
-// slower (TinyLlama Q4_K_M, 87 against 73 tok/s; 2 sequences 160 against
-// 121).
+// columns. Two streams per thread keep more DRAM reads in flight than one.
+// One column reads one stream (kBurstPairs). Q8_0 from 3 columns on does
+// better with one group and 8-column tiles: its weights need no unpacking,
+// so the wider tile loses nothing and reads the weights once. The K-quant
+// tiles stay at one group: Q4_K in pairs measured slower.
 template <typename Tile>
 void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   if (ncols == 1 || ncols > max_pair_cols) return drive<kColTile>(t, nrows, ncols);
@@ -256,21 +240,12 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 // Few columns (decode) run run_few: the loop over a super-block's 8
 // sub-blocks (Q4_K) or 8 runs of 32 (Q6_K) unrolled, short dependency
 // chains, nothing through the stack; rolled, GCC keeps the choice of shift
-// as branches per iteration. Against a rolled loop (L2-resident
-// weights, one core, kernel_bench of both builds pinned to the same core):
-// Q6_K 1-3 columns +50%, 4 columns +40%; Q4_K 2 columns +25%, 4 columns
-// +17%. Q4_K's single column has its own form (Q4KTile::run_one): run_few
-// read 5-20% slower there than the rolled loop.
+// as branches per iteration; unrolled measured faster where compute binds.
+// Q4_K's single column has its own form (Q4KTile::run_one), where run_few
+// measured slower than a rolled loop.
 // From 5 columns on (prompt tiles of 8, batches of sequences) both run
-// run_few once per 4 columns, replacing a rolled loop over all the tile's
-// columns (once measured 2-5% ahead of an unrolled 8-column loop). Two
-// builds alternating, TinyLlama shape: Q6_K 16 sequences 185-192 -> 210-233
-// tok/s, 512-token prompt 255-264 -> 287-301 (2 rounds; kernel_bench q6_k
-// 5632 256 64, one core: 150-155 GMAC/s for the rolled loop in the old
-// planar layout, 136-145 for it in the chunked one, 147-158 for the
-// 4-column pieces); Q4_K_M prompt 302-354 -> 338-370 (2 rounds), 16
-// sequences unchanged, all-Q4_K prompt median +3% (5 rounds, -9% to +19%
-// on a busy host; kernel_bench q4_k 2048 512 8,16 and 5632 256 64: +8-12%).
+// run_few once per 4 columns, which measured faster than a rolled loop over
+// all the tile's columns.
 constexpr int kUnrollCols = 4;
 
 struct KTile {
@@ -323,7 +298,7 @@ struct Q4KTile : KTile {
   // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
   // min_r x (bsum 2s + bsum 2s+1). A min is split in the layout (packed.h):
   // its low 4 bits in a nibble at kQ4KMinsLow, its top 2 in bits 6-7 of
-  // the scale byte. (Forced inline: as a call, the 4-column run_few slowed 4x.)
+  // the scale byte. (Forced inline: as a call, the 4-column run_few is far slower.)
   __attribute__((always_inline)) static __m512i mins_both_halves(const uint8_t* sb, int s) {
     // Lane bytes 4j and 4j+2 take byte j of the row's 16, the others zero.
     const __m512i dup_idx = _mm512_set_epi32(
@@ -413,26 +388,12 @@ struct Q4KTile : KTile {
   // rather than per sub-block. Bounds: a sub-block dot is at most
   // 32 x 15 x 128 = 61440 in magnitude, times a 6-bit scale, times 16 for
   // the high nibbles, summed over 4 sub-blocks: 2.5e8, well inside int32.
-  // Weights in L2 (kernel_bench q4_k 4096 256 1, one core, variants in
-  // turns): 64-65 against 54-55 GB/s for the rolled loop, the form before.
-  // TinyLlama decode, where the weights come from DRAM, measured the same
-  // (Q4_K_M, 4 rounds: 93.7-107.5 against 98.7-108.6 tok/s, then 98.2-111.7
-  // against 95.3-116.6): it matters where compute binds, e.g. with a core
-  // shared. Its mins term alone is 12% of its time in L2 (skipped, as a
-  // test, 70-71.5 GB/s) and nothing in decode. Its prefetch (and Q6_K's at
-  // one column) is non-temporal: two builds alternating, TinyLlama, 5
-  // repetitions per bench: Q4_K model 81-93% of the probe with T0 against
-  // 86-112% (4 rounds), Q4_K_M median 84% against 85% (97.3 against 96.5
-  // tok/s, 8 rounds). (Chosen at run time inside one build, NTA had first
-  // measured slower: the branch itself slowed the T0 path.) Distances of
-  // 0-3 KB measured alike, 9 KB -10%; a prefetch per 512-byte run -20%.
+  // This form reads faster than a rolled loop where compute binds (weights
+  // in L2, a shared core); from DRAM the two are alike. Its prefetch (and
+  // Q6_K's at one column) is non-temporal, which measured faster than T0; a
+  // prefetch per 512-byte run, or one much farther ahead, measured slower.
   // Unlike the other one-column tiles it does not touch pages ahead
-  // (kernels/prefetch.h): here the touches cost instead of paying. Two
-  // builds alternating, TinyLlama, 3 rounds of 5 repetitions: all-Q4_K
-  // model 57-77% of the probe with touches against 77-83% without, Q4_K_M
-  // 67-73% against 74-78% (8 of 8 earlier rounds of 3 repetitions the same
-  // way). Without touches, 4.5 KB ahead still beat 2.3 KB (77-81% against
-  // 66-70%) and equalled 9 KB.
+  // (kernels/prefetch.h): here the touches measured slower.
   void run_one(int g, int c0) const {
     const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[1];
@@ -601,10 +562,9 @@ namespace {
 // Decode prefetch schemes for the planner (kernels/variants.h). They change
 // the one-column tiles only, so each variant is offered for one column.
 // Q4_0/Q8_0 steps are pairs of blocks, K-quant steps super-blocks. Why these:
-// the default one-column schemes prefetch non-temporally (tuned on Zen 5);
-// on an Intel Xeon VM those decoded at about half the rate of any scheme
-// that leaves the lines to L2 or the L2 streamer (the commit message has the
-// figures), so the candidates are the plain hints, L2-only hints, no
+// the default one-column schemes prefetch non-temporally, which some
+// machines read far slower than schemes that leave the lines to L2 or the
+// L2 streamer, so the candidates are the plain hints, L2-only hints, no
 // prefetch, page touches alone, and two weight streams per thread.
 constexpr int kD = static_cast<int>(kPrefetchBytes);
 constexpr StreamPrefetch kT0{1, _MM_HINT_T0, kD, 0, 0, 1};          // a step's lines per step, into L1

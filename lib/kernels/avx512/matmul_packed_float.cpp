@@ -70,12 +70,11 @@ struct ExactTile {
       const size_t at = 64 * static_cast<size_t>(p);
       __m512 wl[NG], wh[NG];
       for (int i = 0; i < NG; ++i) {
-        // One line 4.5 KB ahead per line read: TinyLlama F16 decode +6%
-        // (30.2 -> 32.0 tok/s) and a 16-token prompt 1.8x (95 -> 174 tok/s),
-        // alternating processes.
+        // One line kPrefetchBytes ahead per line read: measured faster for decode
+        // and prompts alike.
         // Decode (one column) prefetches as P says; by default also touching
         // its pages 32 KiB ahead (kernels/prefetch.h), every 8 lines. Tiles
-        // of several columns do not: there the touches cost 20-40% (see
+        // of several columns do not: there the touches measured slower (see
         // gemm_exact).
         if constexpr (C == 1)
           stream_prefetch<P, 64>(grp[i] + at, p);
@@ -109,19 +108,12 @@ struct ExactTile {
 };
 
 // Decode (one column) reads one stream per thread, its pages touched ahead:
-// TinyLlama F16, variants chosen at run time in turns, 7 rounds: 21-37.5
-// tok/s (92-107% of the bandwidth probe; the host gave 45-87 GB/s) against
-// 18.5-24.3 (58-90%) for the 4 runs below, the best form without
-// touches; two builds alternating, 33.3-37.2 against 27.0-32.8 tok/s with
-// the host at 66-81 GB/s, even at 36-40 GB/s. With touches, 2 or 4 runs
-// read 15-22 tok/s and 4 runs without line prefetches 14-19; one stream
-// with non-temporal bursts (Q4_0's form) 24-26.
+// that measured faster than several runs per thread, with or without
+// touches, and than Q4_0's non-temporal bursts.
 // Otherwise several weight streams per thread keep more DRAM reads in
-// flight than one. Measured on TinyLlama F16 with the variants stepped in
-// turns in one process: 2 columns read 4 groups side by side (2 sequences
-// 58.2 -> 66.3 tok/s, then +4%), 3-4 columns 2 groups (4 sequences
-// 89 -> 111), and from 5 columns one group with 8-column tiles, which read
-// the weights once (8 sequences 153 against 134 with pairs of 4).
+// flight than one: 2 columns read 4 groups side by side, 3-4 columns 2
+// groups, and from 5 columns one group with 8-column tiles, which read the
+// weights once.
 template <typename L, StreamPrefetch P = kLineT0Touch>
 void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const uint8_t* act, size_t act_stride,
                 int ncols, float* out, size_t out_stride) {

@@ -103,10 +103,9 @@ struct GroupsTile {
 //    every stream jumps ahead by NG - 1 groups at each group's end.
 // Runs keep the hardware prefetcher on long streams; with neighbours each
 // stream restarts every group (18 KB of Q4_0 at 2048 columns). The F16/BF16
-// tiles read runs (at 2 and 4 columns +2-3%, TinyLlama, variants stepped in
-// turns in one process). The quantized tiles use neighbours: Q4_0 at 4
-// columns (-1 to -4%) and Q8_0 at 2 (-2%) measured slower in runs, and one
-// column reads a single stream (matmul_packed.cpp, kBurstPairs).
+// tiles read runs, which measured faster for them. The quantized tiles use
+// neighbours: Q4_0 at 4 columns and Q8_0 at 2 measured slower in runs, and
+// one column reads a single stream (matmul_packed.cpp, kBurstPairs).
 template <int NG, int kTile, typename Tile>
 int for_each_stream_tile(const Tile& t, int g0, int g1, int c0, int n, bool runs) {
   const int span = runs ? (g1 - g0) / NG : 1;

@@ -115,16 +115,14 @@ uint64_t read_streams(const uint8_t* b, size_t bytes) {
   return sum + ref_vec_kernels()->read_sum(b + N * part, bytes - N * part, 1, false);
 }
 
-// Two streams: the two halves side by side (7-9% faster than one stream on the Zen 5 host this was tuned on).
-// Four streams, 128 bytes of each in turn: on that shared host 8-11% faster
-// than two at some moments and 3-5% slower at others (both threads, medians
-// of 21-31 passes interleaved in one process), so the bandwidth probe takes
-// the better of the two: a ceiling must be the best read, not the simplest.
-// For the same reason it also reads two streams with their pages touched
-// ahead, the trick that sped up the decode kernels (kernels/prefetch.h),
-// although plain reads gained little from it there (-8% to +8%), and one
-// stream with touched pages, the form of the one-column (decode) kernels,
-// which at times read faster than any of the others (up to 107% of them).
+// Two streams: the two halves side by side, which can read faster than one.
+// Four streams, 128 bytes of each in turn: faster than two at some moments
+// and slower at others, so the bandwidth probe takes the better of the two:
+// a ceiling must be the best read, not the simplest. For the same reason it
+// also reads two streams with their pages touched ahead, the trick of the
+// decode kernels (kernels/prefetch.h), and one stream with touched pages,
+// the form of the one-column (decode) kernels, which at times reads faster
+// than any of the others.
 uint64_t read_sum(const void* p, size_t bytes, int streams, bool touch_pages) {
   const auto* b = static_cast<const uint8_t*>(p);
   if (streams == 1) return touch_pages ? read_streams<1, 8, true>(b, bytes) : read_streams<1, 8, false>(b, bytes);
