@@ -65,6 +65,11 @@ void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
                       size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                       size_t act_stride, int ncols, float* out, size_t out_stride);
+// Against Q8_K activations (matmul_packed_k.cpp).
+void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
 
 // fp16 <-> f32 with F16C: bit-exact with core/fp16.h for every non-NaN value
 // (both round to nearest even and handle subnormals and overflow the same).
