@@ -539,9 +539,9 @@ TEST_CASE("packed gemm (scalar and simd) matches the reference", "[simd][packed]
   // side, as neighbours or as runs of several groups (150 rows: 10 groups;
   // 100 and 300 rows: runs of 3 and 9 groups with one group left over).
   const int rows[] = {1, 5, 16, 17, 33, 48, 80, 100, 150, 300};
-  const int cols[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 33, 40};
+  const int cols[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 33, 40, 64};
   for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    for (Isa isa : {Isa::scalar, Isa::avx512}) {
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
       const MatmulKernel* kern = packed_matmul_kernel_for(t, isa);
       if (!isa_supported(isa)) {
         WARN("skipped: CPU lacks " << isa_name(isa));

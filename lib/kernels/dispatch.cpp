@@ -82,9 +82,10 @@ const MatmulKernel* packed_matmul_kernel_for(TensorType t, Isa isa) {
   switch (isa) {
     case Isa::amx: return amx_packed_matmul_kernel(t);
     case Isa::avx512: return avx512_packed_matmul_kernel(t);
+    case Isa::avx2: return avx2_packed_matmul_kernel(t);
     case Isa::scalar: return ref_packed_matmul_kernel(t);
-    default: return nullptr;
   }
+  return nullptr;
 }
 
 // Only instruction sets whose packed kernel beats their row-major one pack:

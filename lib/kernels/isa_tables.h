@@ -12,6 +12,7 @@ const MatmulKernel* avx2_matmul_kernel(TensorType weight_type);    // avx2/
 const MatmulKernel* avx512_matmul_kernel(TensorType weight_type);  // avx512/ (needs VNNI)
 // Kernels over the packed layout (kernels/packed.h); nullptr where none.
 const MatmulKernel* ref_packed_matmul_kernel(TensorType weight_type);
+const MatmulKernel* avx2_packed_matmul_kernel(TensorType weight_type);    // avx2/ (no VNNI needed)
 const MatmulKernel* avx512_packed_matmul_kernel(TensorType weight_type);
 const MatmulKernel* amx_packed_matmul_kernel(TensorType weight_type);  // amx/ (needs AMX-BF16)
 }  // namespace brisk::kernels

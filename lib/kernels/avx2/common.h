@@ -58,6 +58,19 @@ void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
 
+// Over packed weights (kernels/packed.h; matmul_packed.cpp), against the
+// "Q8_0 with sums" activations.
+void quantize_q8_0_sums(const float* x, void* out, int64_t k);
+void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
+// Against Q8_K activations (matmul_packed_k.cpp).
+void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
+
 // fp16 <-> f32 with F16C: bit-exact with core/fp16.h for every non-NaN value
 // (both round to nearest even and handle subnormals and overflow the same).
 static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
@@ -112,6 +125,25 @@ static inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d)
   const __m256i cd = _mm256_packs_epi32(c, d);
   // packs works per 128-bit lane; undo the lane interleave.
   return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Rounded values of one 32-float block, as ggml's reference: d = amax/127,
+// q = roundf(x * (1/d)). Returns d; q gets the 32 int8 in order.
+static inline float q8_block(const float* x, __m256i* q, int* sum) {
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    amax = _mm256_max_ps(amax, abs_ps(v[i]));
+  }
+  const float d = hmax(amax) / 127;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i qi[4];
+  for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvttps_epi32(round_away(_mm256_mul_ps(v[i], vid)));
+  if (sum) *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])));
+  *q = pack_i32_to_i8(qi[0], qi[1], qi[2], qi[3]);
+  return d;
 }
 
 // Bytes ahead of the current weight position to prefetch.

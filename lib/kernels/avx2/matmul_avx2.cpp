@@ -5,6 +5,7 @@
 
 #include "kernels/avx2/common.h"
 #include "kernels/isa_tables.h"
+#include "kernels/packed.h"
 
 namespace brisk::kernels {
 
@@ -57,6 +58,22 @@ const MatmulKernel* avx2_matmul_kernel(TensorType t) {
     case TensorType::Q4_1: return &q4_1;
     case TensorType::Q4_K: return &q4_k;
     case TensorType::Q5_K: return &q5_k;
+    case TensorType::Q6_K: return &q6_k;
+    default: return nullptr;
+  }
+}
+
+// Over packed weights (kernels/packed.h); nullptr for the types without one.
+const MatmulKernel* avx2_packed_matmul_kernel(TensorType t) {
+  using namespace avx2;
+  static const MatmulKernel q8_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q8_0_packed, q8_0_sums_bytes, true};
+  static const MatmulKernel q4_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q4_0_packed, q8_0_sums_bytes, true};
+  static const MatmulKernel q4_k{TensorType::Q8_K, quantize_q8_k, gemm_q4_k_packed, nullptr, true};
+  static const MatmulKernel q6_k{TensorType::Q8_K, quantize_q8_k, gemm_q6_k_packed, nullptr, true};
+  switch (t) {
+    case TensorType::Q8_0: return &q8_0;
+    case TensorType::Q4_0: return &q4_0;
+    case TensorType::Q4_K: return &q4_k;
     case TensorType::Q6_K: return &q6_k;
     default: return nullptr;
   }

@@ -223,25 +223,6 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
   }
 }
 
-// Rounded values of one 32-float block, as ggml's reference: d = amax/127,
-// q = roundf(x * (1/d)). Returns d; q gets the 32 int8 in order.
-inline float q8_block(const float* x, __m256i* q, int* sum) {
-  __m256 v[4];
-  __m256 amax = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_loadu_ps(x + 8 * i);
-    amax = _mm256_max_ps(amax, abs_ps(v[i]));
-  }
-  const float d = hmax(amax) / 127;
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  const __m256 vid = _mm256_set1_ps(id);
-  __m256i qi[4];
-  for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvttps_epi32(round_away(_mm256_mul_ps(v[i], vid)));
-  if (sum) *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])));
-  *q = pack_i32_to_i8(qi[0], qi[1], qi[2], qi[3]);
-  return d;
-}
-
 }  // namespace
 
 void quantize_q8_0(const float* x, void* out, int64_t k) {

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+// AVX2 kernels over packed Q4_K / Q6_K weights (layout: packed.h) against
+// Q8_K activations: the halves, broadcasts and stores of matmul_packed.cpp,
+// per 256-weight super-block.
+//
+// Q4_K: a sub-block of 32 is 8 nibble slices; their vpmaddubsw pairs
+// (at most 2 x 15 x 128) sum in int16 over all 8, and one vpmaddwd against
+// the row's 6-bit scale, placed in both int16 halves of its 32-bit slot,
+// gives scale x dot in int32. The mins term is one vpmaddwd per sub-block
+// too: the row's min in both halves against the activation's two bsums of
+// the sub-block. Float work: two FMAs per super-block (d and dmin).
+//
+// Q6_K: weights are unsigned 6-bit q (value q - 32), rebuilt per slice
+// from a nibble slice and a 2-bit slice. A vpmaddubsw pair reaches
+// 2 x 63 x 128, so only two slices sum in int16 before the vpmaddwd that
+// applies the sub-block's int8 scale; the -32 is removed per super-block
+// with the activation's bsums (one vpmaddwd per two sub-blocks, the row's
+// two scales as the int16 halves of its slot).
+#include "kernels/avx2/common.h"
+#include "kernels/avx2/packed_tiles.h"
+#include "kernels/packed.h"
+#include "quant/blocks.h"
+
+namespace brisk::kernels::avx2 {
+
+using quant::BlockQ8_K;
+
+namespace {
+
+// 8 bytes at p (rows 8h .. 8h + 7 of a 16-row byte vector) zero-extended
+// to the 8 int32 slots.
+inline __m256i rows_u8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+// Q6_K slice offsets (packed.h's q6k_hi_offset / q6k_lo_offset) from
+// constants: the constexpr functions of the shared header are inline, and
+// an inline function called at run time here could be emitted with AVX2
+// encodings (common.h), so they are only evaluated at compile time.
+constexpr size_t kQ6Hi0 = q6k_hi_offset(0, 0);
+constexpr size_t kQ6Chunk = q6k_hi_offset(0, 1) - kQ6Hi0;
+constexpr size_t kQ6Lo0 = q6k_lo_offset(0, 0) - kQ6Hi0;
+constexpr size_t kQ6LoRun = q6k_lo_offset(1, 0) - q6k_lo_offset(0, 0);
+static_assert(q6k_hi_offset(1, 3) == kQ6Hi0 + kQ6Chunk * 11 && q6k_lo_offset(3, 5) == q6k_hi_offset(1, 5) + kQ6Lo0 + kQ6LoRun);
+inline size_t q6_hi(int h, int m) { return kQ6Hi0 + kQ6Chunk * static_cast<size_t>(8 * h + m); }
+inline size_t q6_lo(int j, int m) { return q6_hi(j / 2, m) + kQ6Lo0 + kQ6LoRun * static_cast<size_t>(j % 2); }
+
+// A 16-bit value per slot copied into both halves of its slot.
+inline __m256i both_halves(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
+
+struct KTile {
+  int64_t nsb;
+  const uint8_t* w;
+  size_t w_stride;
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  float* out;
+  size_t out_stride;
+
+  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
+  template <int C>
+  void columns(int c0, const BlockQ8_K* (&a)[C]) const {
+    for (int c = 0; c < C; ++c)
+      a[c] = reinterpret_cast<const BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+  }
+  template <int NH, int C>
+  void store(int g, int h0, int c0, const __m256 (&acc)[NH][C]) const {
+    for (int c = 0; c < C; ++c)
+      for (int i = 0; i < NH; ++i) {
+        const int row = g * kPackRows + 8 * (h0 + i);
+        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(row), nrows - row, acc[i][c]);
+      }
+  }
+};
+
+// The weights are prefetched in the pass of the first half only (the
+// second finds the lines in cache). T0 for one column as well: NTA, which
+// the AVX-512 one-column tiles use, left them reading from memory at a
+// fraction of the T0 rate on an Intel host (commit message).
+template <size_t Bytes>
+inline void prefetch_super(const uint8_t* sb, int h0) {
+  if (h0 == 0) prefetch_bytes<Bytes>(sb + kPrefetchBytes);
+}
+
+struct Q4KTile : KTile {
+  template <int NH, int C>
+  void run_halves(int g, int h0, int c0) const {
+    const uint8_t* grp = group(g);
+    const BlockQ8_K* a[C];
+    columns(c0, a);
+    __m256 acc[NH][C];
+    for (int i = 0; i < NH; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
+      prefetch_super<kQ4KSuperBytes>(sb, h0);
+      __m256i sumi[NH][C], summ[NH][C];
+      for (int i = 0; i < NH; ++i)
+        for (int c = 0; c < C; ++c) sumi[i][c] = summ[i][c] = _mm256_setzero_si256();
+      _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) {
+        const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
+        __m256i dot[NH][C];
+        for (int i = 0; i < NH; ++i)
+          for (int c = 0; c < C; ++c) dot[i][c] = _mm256_setzero_si256();
+        for (int m = 0; m < 8; ++m) {
+          __m256i q[NH];
+          for (int i = 0; i < NH; ++i) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * (h0 + i)));
+            q[i] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
+          }
+          for (int c = 0; c < C; ++c) {
+            const __m256i x = _mm256_set1_epi32(load_i32(a[c][b].qs + 32 * s + 4 * m));
+            for (int i = 0; i < NH; ++i) dot[i][c] = _mm256_add_epi16(dot[i][c], _mm256_maddubs_epi16(q[i], x));
+          }
+        }
+        for (int i = 0; i < NH; ++i) {
+          const int h = h0 + i;
+          const __m256i sc_byte = rows_u8(sb + kQ4KScales + 16 * s + 8 * h);
+          const __m256i sc = both_halves(_mm256_and_si256(sc_byte, _mm256_set1_epi32(63)));
+          // The min: low 4 bits from its nibble, top 2 from the scale byte's bits 6-7.
+          __m256i lo = rows_u8(sb + kQ4KMinsLow + 16 * (s / 2) + 8 * h);
+          if (s % 2) lo = _mm256_srli_epi32(lo, 4);
+          const __m256i mn = both_halves(
+              _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
+                              _mm256_srli_epi32(_mm256_and_si256(sc_byte, _mm256_set1_epi32(0xC0)), 2)));
+          for (int c = 0; c < C; ++c) {
+            sumi[i][c] = _mm256_add_epi32(sumi[i][c], _mm256_madd_epi16(dot[i][c], sc));
+            summ[i][c] = _mm256_add_epi32(
+                summ[i][c], _mm256_madd_epi16(mn, _mm256_set1_epi32(load_i32(a[c][b].bsums + 2 * s))));
+          }
+        }
+      }
+      for (int i = 0; i < NH; ++i) {
+        const uint8_t* dp = sb + 16 * (h0 + i);
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp)));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp + 32)));
+        for (int c = 0; c < C; ++c) {
+          const __m256 da = _mm256_set1_ps(a[c][b].d);
+          acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[i][c]), _mm256_mul_ps(d, da), acc[i][c]);
+          acc[i][c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[i][c]), _mm256_mul_ps(dmin, da), acc[i][c]);
+        }
+      }
+    }
+    store(g, h0, c0, acc);
+  }
+};
+
+struct Q6KTile : KTile {
+  template <int NH, int C>
+  void run_halves(int g, int h0, int c0) const {
+    const uint8_t* grp = group(g);
+    const BlockQ8_K* a[C];
+    columns(c0, a);
+    __m256 acc[NH][C];
+    for (int i = 0; i < NH; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    const __m256i nib = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
+      prefetch_super<kQ6KSuperBytes>(sb, h0);
+      __m256i sumi[NH][C], offs[NH][C];
+      for (int i = 0; i < NH; ++i)
+        for (int c = 0; c < C; ++c) sumi[i][c] = offs[i][c] = _mm256_setzero_si256();
+      _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) {
+        const int s2 = u % 4;
+        // Sub-blocks 2u and 2u + 1 (slices 0-3 and 4-7 of this run of 32):
+        // row r's scale in both int16 halves of slot r (sc[0], sc[1]), and
+        // the two scales as the halves (sw, against the bsums).
+        __m256i sc[NH][2], sw[NH];
+        for (int i = 0; i < NH; ++i) {
+          const uint8_t* sp = sb + 32 + 16 * (2 * u) + 8 * (h0 + i);
+          const __m128i s0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sp));
+          const __m128i s1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sp + 16));
+          sc[i][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s0));
+          sc[i][1] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s1, s1));
+          sw[i] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
+        }
+        for (int m = 0; m < 8; m += 2) {
+          __m256i q[NH][2];
+          for (int i = 0; i < NH; ++i)
+            for (int e = 0; e < 2; ++e) {
+              const __m256i l = _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i*>(sb + q6_lo(u / 2, m + e) + 32 * (h0 + i)));
+              const __m256i h = _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i*>(sb + q6_hi(u / 4, m + e) + 32 * (h0 + i)));
+              const __m256i low = _mm256_and_si256(u % 2 ? _mm256_srli_epi16(l, 4) : l, nib);
+              const __m256i top = s2 == 0 ? _mm256_slli_epi16(h, 4)
+                                  : s2 == 1 ? _mm256_slli_epi16(h, 2)
+                                  : s2 == 2 ? h
+                                            : _mm256_srli_epi16(h, 2);
+              q[i][e] = _mm256_or_si256(low, _mm256_and_si256(top, two));
+            }
+          for (int c = 0; c < C; ++c) {
+            const int8_t* x = a[c][b].qs + 32 * u + 4 * m;
+            const __m256i x0 = _mm256_set1_epi32(load_i32(x)), x1 = _mm256_set1_epi32(load_i32(x + 4));
+            for (int i = 0; i < NH; ++i) {
+              const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q[i][0], x0), _mm256_maddubs_epi16(q[i][1], x1));
+              sumi[i][c] = _mm256_add_epi32(sumi[i][c], _mm256_madd_epi16(p, sc[i][m / 4]));
+            }
+          }
+        }
+        for (int c = 0; c < C; ++c) {
+          const __m256i bs = _mm256_set1_epi32(load_i32(a[c][b].bsums + 2 * u));
+          for (int i = 0; i < NH; ++i) offs[i][c] = _mm256_add_epi32(offs[i][c], _mm256_madd_epi16(sw[i], bs));
+        }
+      }
+      for (int i = 0; i < NH; ++i) {
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 16 * (h0 + i))));
+        for (int c = 0; c < C; ++c) {
+          const __m256i total = _mm256_sub_epi32(sumi[i][c], _mm256_slli_epi32(offs[i][c], 5));
+          acc[i][c] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(a[c][b].d)), acc[i][c]);
+        }
+      }
+    }
+    store(g, h0, c0, acc);
+  }
+};
+
+// Tiles: one column reads both halves in one pass; wider tiles one half
+// of up to 6 columns per pass (per-column accumulators for both halves do
+// not fit the 16 ymm registers). Chosen by kernel_bench against both
+// halves of 2-4 columns and one half of 3-4 (commit message).
+template <class Tile>
+void gemm_k(const Tile& t, int nrows, int ncols) {
+  drive<6>(GroupTile<Tile, 1>{t}, nrows, ncols);
+}
+
+}  // namespace
+
+void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                      int ncols, float* out, size_t out_stride) {
+  const Q4KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                   act_stride, out, out_stride}};
+  gemm_k(t, nrows, ncols);
+}
+void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                      int ncols, float* out, size_t out_stride) {
+  const Q6KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                   act_stride, out, out_stride}};
+  gemm_k(t, nrows, ncols);
+}
+
+}  // namespace brisk::kernels::avx2

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// What the AVX2 packed-layout kernels (matmul_packed*.cpp) share: storing
+// 8 rows of results, splitting a 16-row group into the two halves a ymm
+// holds, and walking the columns in tiles. AVX2 files only (see common.h on
+// why these helpers stay internal).
+#pragma once
+#include "kernels/avx2/common.h"
+#include "kernels/packed.h"
+
+namespace brisk::kernels::avx2 {
+namespace {
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Rows [0, valid) of 8 results at o (valid <= 0: none).
+inline void store_rows(float* o, int valid, __m256 v) {
+  if (valid >= 8) {
+    _mm256_storeu_ps(o, v);
+  } else if (valid > 0) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(o, mask, v);
+  }
+}
+
+// How far ahead of the current pair of blocks the weight stream is prefetched.
+constexpr size_t kPrefetchBytes = 4608;
+
+// A tile of group g x C columns: both halves in one pass while their
+// accumulators fit the 16 ymm registers (kBoth columns), else one pass per
+// half (a half past the last row is skipped).
+template <class Tile, int kBoth>
+struct GroupTile {
+  const Tile& t;
+  template <int C>
+  void run(int g, int c0) const {
+    if constexpr (C <= kBoth) {
+      t.template run_halves<2, C>(g, 0, c0);
+    } else {
+      t.template run_halves<1, C>(g, 0, c0);
+      if (t.nrows > g * kPackRows + 8) t.template run_halves<1, C>(g, 1, c0);
+    }
+  }
+};
+
+// t.run<cn>(g, c0) with the tile width as a compile-time constant (cn <= C).
+template <int C, typename Tile>
+inline void dispatch_cols(const Tile& t, int g, int c0, int cn) {
+  if constexpr (C > 0) {
+    if (cn == C) {
+      t.template run<C>(g, c0);
+    } else {
+      dispatch_cols<C - 1>(t, g, c0, cn);
+    }
+  }
+}
+
+// Group g over columns [c0, c0 + n) in as few tiles of at most kTile
+// columns as possible, as even as possible (a narrow tile unpacks the
+// weights again for little work).
+template <int kTile, typename Tile>
+inline void for_each_col_tile(const Tile& t, int g, int c0, int n) {
+  const int ntiles = (n + kTile - 1) / kTile;
+  for (int i = 0; i < ntiles; ++i) {
+    const int width = n / ntiles + (i < n % ntiles ? 1 : 0);
+    dispatch_cols<kTile>(t, g, c0, width);
+    c0 += width;
+  }
+}
+
+// Columns are taken in blocks whose activations stay in L2 while the row
+// groups pass.
+constexpr int kColBlock = 32;
+
+template <int kTile, typename Tile>
+void drive(const Tile& t, int nrows, int ncols) {
+  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+  for (int cb = 0; cb < ncols; cb += kColBlock) {
+    const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
+    for (int g = 0; g < ngroups; ++g) for_each_col_tile<kTile>(t, g, cb, n);
+  }
+}
+
+}  // namespace
+}  // namespace brisk::kernels::avx2
