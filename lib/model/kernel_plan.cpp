@@ -96,9 +96,9 @@ constexpr double kClassWeight[kColClasses] = {0.4, 0.2, 0.2, 0.2};
 // Weight bytes timed per class: the one-column classes stream from memory as
 // decode does, so they read (up to) the whole type; the compute-bound
 // classes need far less to be timed.
-constexpr uint64_t kClassSampleBytes[kColClasses] = {uint64_t{384} << 20, uint64_t{384} << 20,
+constexpr uint64_t kClassSampleBytes[kColClasses] = {uint64_t{256} << 20, uint64_t{256} << 20,
                                                      uint64_t{160} << 20, uint64_t{24} << 20};
-constexpr int kRounds[kColClasses] = {3, 3, 2, 2};
+constexpr int kRounds[kColClasses] = {3, 2, 2, 2};
 // How much faster than the default a variant (or the other layout, in the
 // weighted sum) must measure to be chosen: below it, differences are
 // mostly the machine's noise, and the default is the known quantity.
@@ -195,6 +195,8 @@ class Timer {
         if (r > 0) break;
       }
       for (size_t i = 0; i < cands.size(); ++i) {
+        // Warming needs one pass per layout, not per candidate.
+        if (r < 0 && i > 0 && cands[i].packed == cands[0].packed) continue;
         const auto t0 = Clock::now();
         for (Matrix v : samples[i]) {
           v.kernels.fill(cands[i].kernel);
@@ -242,16 +244,17 @@ Matrix rows_view(const Matrix& m) {
 // Times every candidate of type t for each column class, row-major and
 // packed ones in the same rounds, on the type's matrices (those the packed
 // layout fits, when it is a candidate), and keeps each layout's best.
-void measure_type(Timer& timer, TensorType t, const std::vector<Matrix*>& mats, const std::vector<KernelVariant>& vars,
-                  Measured by_rows[kColClasses], Measured by_packed[kColClasses], std::string* note) {
+void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>& mats,
+                   const std::vector<KernelVariant>& vars, Measured by_rows[kColClasses],
+                   Measured by_packed[kColClasses], std::string* note) {
   bool any_packed = false, any_rows = false;
   for (const KernelVariant& v : vars) (v.packed ? any_packed : any_rows) = true;
-  for (int c = 0; c < kColClasses; ++c) {
+  {
     std::vector<KernelVariant> cands;
     for (const KernelVariant& v : vars)
       if (covers(v, kClassCols[c])) cands.push_back(v);
     // One candidate is timed only to weigh the layouts against each other.
-    if (cands.empty() || (cands.size() == 1 && !(any_packed && any_rows))) continue;
+    if (cands.empty() || (cands.size() == 1 && !(any_packed && any_rows))) return;
     // The type's matrices in both layouts, up to `limit` bytes.
     auto sample_of = [&](uint64_t limit, uint64_t* bytes) {
       std::vector<Matrix> rows, packed;
@@ -286,7 +289,7 @@ void measure_type(Timer& timer, TensorType t, const std::vector<Matrix*>& mats, 
     const std::vector<double> secs = timer.time(sample_of(kClassSampleBytes[c], &bytes), cands, kClassCols[c], kRounds[c]);
     if (secs.empty()) {
       if (note->empty()) *note = "time budget reached: some classes keep the default kernels (not cached)";
-      continue;
+      return;
     }
     // Each layout's best; a variant displaces the layout's default table
     // only when it is clearly faster, so that noise does not pick it.
@@ -372,11 +375,15 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   w.pack(to_pack, false);
   // The budget bounds the measuring; packing is part of any load.
   Timer timer(w, n_threads, o.budget_seconds, Clock::now());
-  for (Work& wk : work) {
-    std::vector<Matrix*> mats;
-    for (Matrix* m : w.matmul_matrices())
-      if (m->type == wk.t && (!wk.has_packed || m->packed)) mats.push_back(m);
-    measure_type(timer, wk.t, mats, wk.vars, wk.by_rows, wk.by_packed, &plan.note);
+  // Decode first for every type, then the wider classes: if the budget runs
+  // out, what is left at the defaults is what matters least.
+  for (int c = 0; c < kColClasses; ++c) {
+    for (Work& wk : work) {
+      std::vector<Matrix*> mats;
+      for (Matrix* m : w.matmul_matrices())
+        if (m->type == wk.t && (!wk.has_packed || m->packed)) mats.push_back(m);
+      measure_class(timer, c, wk.t, mats, wk.vars, wk.by_rows, wk.by_packed, &plan.note);
+    }
   }
 
   for (Work& wk : work) {
