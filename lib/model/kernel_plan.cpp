@@ -288,7 +288,7 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
     }
     const std::vector<double> secs = timer.time(sample_of(kClassSampleBytes[c], &bytes), cands, kClassCols[c], kRounds[c]);
     if (secs.empty()) {
-      if (note->empty()) *note = "time budget reached: some classes keep the default kernels (not cached)";
+      if (note->empty()) *note = "time budget reached: some classes keep the default kernels";
       return;
     }
     // Each layout's best; a variant displaces the layout's default table
@@ -415,10 +415,10 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   plan.n_threads = timer.n_threads();
   apply_plan(w, plan);
   plan.seconds = seconds_since(start);
-  const bool partial = !plan.note.empty();
-  if (partial) {
-    log(1, "kernel plan " + plan.note);
-  } else if (!path.empty()) {
+  // A plan cut short by the budget is cached too: measuring again at every
+  // load would cost the budget every time; `brisk tune` measures again.
+  if (!plan.note.empty()) log(1, "kernel plan " + plan.note);
+  if (!path.empty()) {
     try {
       write_cached_plan(path, key, plan);
       plan.cache_file = path;
