@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "core/cpu.h"
 
-#include <cpuid.h>
 #include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define BRISK_X86 1
+#endif
 
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -13,6 +17,7 @@ namespace brisk {
 
 namespace {
 
+#if defined(BRISK_X86)
 uint64_t xgetbv0() {
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -69,6 +74,11 @@ CpuFeatures detect() {
   }
   return f;
 }
+
+#else
+// Not x86: no SIMD kernels to pick, so no features.
+CpuFeatures detect() { return {}; }
+#endif
 
 }  // namespace
 

@@ -22,6 +22,11 @@ const char* isa_name(Isa isa) {
 }
 
 bool isa_supported(Isa isa) {
+#if defined(BRISK_NO_X86_KERNELS)
+  // A build without the x86 kernels (another architecture): the scalar
+  // reference is all there is.
+  return isa == Isa::scalar;
+#endif
   const CpuFeatures& f = cpu_features();
   switch (isa) {
     case Isa::scalar: return true;
@@ -62,10 +67,13 @@ Isa active_isa() {
 const MatmulKernel* matmul_kernel_for(TensorType t, Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
+#if !defined(BRISK_NO_X86_KERNELS)
     case Isa::amx: return nullptr;  // row-major weights: the avx512 kernels
     case Isa::avx512: return avx512_matmul_kernel(t);
     case Isa::avx2: return avx2_matmul_kernel(t);
+#endif
     case Isa::scalar: return ref_matmul_kernel(t);
+    default: return nullptr;
   }
   return nullptr;
 }
@@ -80,10 +88,13 @@ const MatmulKernel& matmul_kernel(TensorType t) {
 const MatmulKernel* packed_matmul_kernel_for(TensorType t, Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
+#if !defined(BRISK_NO_X86_KERNELS)
     case Isa::amx: return amx_packed_matmul_kernel(t);
     case Isa::avx512: return avx512_packed_matmul_kernel(t);
     case Isa::avx2: return avx2_packed_matmul_kernel(t);
+#endif
     case Isa::scalar: return ref_packed_matmul_kernel(t);
+    default: return nullptr;
   }
   return nullptr;
 }
@@ -108,10 +119,13 @@ namespace brisk::kernels {
 const VecKernels* vec_kernels_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
+#if !defined(BRISK_NO_X86_KERNELS)
     case Isa::amx:  // AMX adds no vector kernels
     case Isa::avx512: return avx512_vec_kernels();
     case Isa::avx2: return avx2_vec_kernels();
+#endif
     case Isa::scalar: return ref_vec_kernels();
+    default: return nullptr;
   }
   return nullptr;
 }

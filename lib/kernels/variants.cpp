@@ -50,8 +50,10 @@ std::vector<KernelVariant> matmul_variants(TensorType t) {
     if (const MatmulKernel* k = packed_matmul_kernel_for(t, isa); k && k->packed)
       out.push_back({default_name(isa, true, t), isa, true, 1, INT_MAX, k});
   }
+#if !defined(BRISK_NO_X86_KERNELS)
   if (static_cast<int>(active_isa()) >= static_cast<int>(Isa::avx512)) avx512_extra_variants(t, out);
   if (active_isa() == Isa::amx) amx_extra_variants(t, out);
+#endif
   return out;
 }
 
