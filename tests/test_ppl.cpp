@@ -54,8 +54,10 @@ TEST_CASE("ppl: stories260K files reproduce the reference perplexities", "[ppl]"
     CHECK(std::abs(value(r, "ppl") / want - 1) < 0.005);  // the bar: 0.5 %
     // F32/F16 agree to 1e-4; quantized files differ a little more because
     // brisk (like llama.cpp) quantizes activations to Q8 in its dot products
-    // while the reference computes in float64.
-    CHECK(std::abs(value(r, "ppl") / want - 1) < 2.5e-3);
+    // while the reference computes in float64, and each instruction set sums
+    // in its own order: on this 260K-parameter model that alone moves Q4_1's
+    // perplexity by a few tenths of a percent between ISAs.
+    CHECK(std::abs(value(r, "ppl") / want - 1) < 3e-3);
     brisk_ppl_result_free(r);
     brisk_model_close(m);
   }
