@@ -345,7 +345,6 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
     if (read_cached_plan(path, key, &plan, &why)) {
       plan.source = "cached";
       plan.cache_file = path;
-      plan.seconds = seconds_since(start);
       apply_plan(w, plan);
       plan.seconds = seconds_since(start);
       return plan;
