@@ -123,7 +123,8 @@ void check(TensorType t, std::mt19937& rng, int64_t k, int nrows, int ncols) {
 
 TEST_CASE("AMX is offered only where the CPU and OS allow it", "[amx]") {
   const CpuFeatures& f = cpu_features();
-  REQUIRE(isa_supported(Isa::amx) == (f.avx512 && f.avx512_vnni && f.avx512_bf16 && f.amx_bf16));
+  REQUIRE(isa_supported(Isa::amx) ==
+          (simd_kernels_built() && f.avx512 && f.avx512_vnni && f.avx512_bf16 && f.amx_bf16));
   if (!isa_supported(Isa::amx)) {
     for (TensorType t : kTypes) REQUIRE(packed_matmul_kernel_for(t, Isa::amx) == nullptr);
     REQUIRE(static_cast<int>(active_isa()) < static_cast<int>(Isa::amx));

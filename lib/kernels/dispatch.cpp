@@ -21,6 +21,14 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+bool simd_kernels_built() {
+#if defined(BRISK_NO_X86_KERNELS)
+  return false;
+#else
+  return true;
+#endif
+}
+
 bool isa_supported(Isa isa) {
 #if defined(BRISK_NO_X86_KERNELS)
   // A build without the x86 kernels (another architecture): the scalar

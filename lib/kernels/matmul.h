@@ -59,5 +59,8 @@ Isa active_isa();
 // The best the machine supports, ignoring BRISK_ISA.
 Isa best_supported_isa();
 bool isa_supported(Isa isa);
+// False in a build without the x86 SIMD kernels (BRISK_X86_KERNELS=OFF, or
+// another architecture): then only the scalar kernels exist.
+bool simd_kernels_built();
 
 }  // namespace brisk::kernels
