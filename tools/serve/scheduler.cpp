@@ -27,7 +27,8 @@ Scheduler::~Scheduler() {
 Scheduler::Submit Scheduler::submit(const std::shared_ptr<Job>& job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) return Submit::draining;
-  if (static_cast<int>(queue_.size()) >= cfg_.max_queue) return Submit::queue_full;
+  const int free_slots = std::max(0, cfg_.parallel - busy_slots_);
+  if (static_cast<int>(queue_.size()) >= cfg_.max_queue + free_slots) return Submit::queue_full;
   queue_.push_back(job);
   cv_.notify_all();
   return Submit::ok;
@@ -218,6 +219,7 @@ void Scheduler::run() {
         admit.push_back(queue_.front());
         queue_.pop_front();
       }
+      busy_slots_ = static_cast<int>(active_.size() + admit.size());
       if (stopping_ && queue_.empty() && active_.empty() && admit.empty()) break;
       metrics_.set_gauges(static_cast<int>(queue_.size()), static_cast<int>(active_.size() + admit.size()),
                           static_cast<int>(cache_.size()));
@@ -233,6 +235,7 @@ void Scheduler::run() {
     check_clients();
     if (active_.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
+      busy_slots_ = 0;
       metrics_.set_gauges(static_cast<int>(queue_.size()), 0, static_cast<int>(cache_.size()));
       continue;
     }
@@ -264,6 +267,7 @@ void Scheduler::run() {
     active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& j) { return j->seq == nullptr; }),
                   active_.end());
     std::lock_guard<std::mutex> lock(mu_);
+    busy_slots_ = static_cast<int>(active_.size());
     metrics_.set_gauges(static_cast<int>(queue_.size()), static_cast<int>(active_.size()),
                         static_cast<int>(cache_.size()));
   }

@@ -61,6 +61,10 @@ class Scheduler {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
+  // Slots holding a request (running or being started), as of the
+  // scheduler's last look under mu_: queued requests that will find a free
+  // slot at once do not count against max_queue.
+  int busy_slots_ = 0;
   bool draining_ = false, stopping_ = false;
   std::atomic<bool> aborting_{false};
 
