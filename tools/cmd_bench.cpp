@@ -345,12 +345,7 @@ int cmd_bench(int argc, char** argv) {
 
   const bool json = args.count("json") > 0;
   // Which kernels run: measured figures mean little without it.
-  std::string kernel_plan(4096, '\0');
-  if (brisk_model_kernel_plan(model, kernel_plan.data(), kernel_plan.size(), &needed) == BRISK_ERR_BUFFER_TOO_SMALL) {
-    kernel_plan.resize(needed);
-    brisk_model_kernel_plan(model, kernel_plan.data(), kernel_plan.size(), &needed);
-  }
-  kernel_plan.resize(std::strlen(kernel_plan.c_str()));
+  const std::string kernel_plan = kernel_plan_text(model);
   if (!json) std::fprintf(stderr, "%s", kernel_plan.c_str());
   if (!json)
     std::printf("%-24s %-6s %-9s %3s %4s %8s %14s %22s %7s %9s %9s\n", "model", "type", "kv", "thr", "par", "prompt",

@@ -126,11 +126,7 @@ int cmd_run(int argc, char** argv) {
     size_t need = 0;
     brisk_model_describe(model, text.data(), text.size(), &need);
     std::fprintf(stderr, "model: %s\n", text.c_str());
-    if (brisk_model_kernel_plan(model, text.data(), text.size(), &need) == BRISK_ERR_BUFFER_TOO_SMALL) {
-      text.resize(need);
-      brisk_model_kernel_plan(model, text.data(), text.size(), &need);
-    }
-    std::fprintf(stderr, "%s", text.c_str());
+    std::fprintf(stderr, "%s", kernel_plan_text(model).c_str());
   }
 
   catch_sigint();

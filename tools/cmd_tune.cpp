@@ -53,16 +53,9 @@ int cmd_tune(int argc, char** argv) {
   brisk_status st = brisk_model_open(model_path.c_str(), &mo, &model);
   if (st != BRISK_OK) return report("tune", st);
   const double seconds = now_seconds() - t0;
-  size_t needed = 0;
-  std::string plan(4096, '\0');
-  st = brisk_model_kernel_plan(model, plan.data(), plan.size(), &needed);
-  if (st == BRISK_ERR_BUFFER_TOO_SMALL) {
-    plan.resize(needed);
-    st = brisk_model_kernel_plan(model, plan.data(), plan.size(), &needed);
-  }
+  const std::string plan = kernel_plan_text(model, &st);
   brisk_model_close(model);
   if (st != BRISK_OK) return report("tune", st);
-  plan.resize(needed > 0 ? needed - 1 : 0);
   if (args.count("json")) {
     nlohmann::json lines = nlohmann::json::array();
     std::istringstream in(plan);

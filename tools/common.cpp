@@ -177,4 +177,18 @@ void sampling_arg(const cxxopts::ParseResult& args, brisk_sampler_options* out) 
   out->repeat_last_n = args["repeat-last-n"].as<int>();
 }
 
+std::string kernel_plan_text(const brisk_model* model, brisk_status* st) {
+  size_t needed = 0;
+  std::string text(4096, '\0');
+  brisk_status s = brisk_model_kernel_plan(model, text.data(), text.size(), &needed);
+  if (s == BRISK_ERR_BUFFER_TOO_SMALL) {
+    text.resize(needed);
+    s = brisk_model_kernel_plan(model, text.data(), text.size(), &needed);
+  }
+  if (st) *st = s;
+  if (s != BRISK_OK) return "";
+  text.resize(needed > 0 ? needed - 1 : 0);
+  return text;
+}
+
 }  // namespace brisk::tools

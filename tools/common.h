@@ -83,6 +83,10 @@ void sampling_arg(const cxxopts::ParseResult& args, brisk_sampler_options* out);
 // partial token piece, becomes U+FFFD instead of an exception).
 void print_json(FILE* out, const nlohmann::json& j);
 
+// The model's kernel plan as text (brisk_model_kernel_plan); "" with the
+// status in *st (if given) when it cannot be read.
+std::string kernel_plan_text(const brisk_model* model, brisk_status* st = nullptr);
+
 // Size of a file in bytes; 0 if it cannot be read.
 uint64_t file_bytes(const std::string& path);
 
