@@ -163,6 +163,23 @@ test('a repeated prompt reuses the cached prefix', async () => {
   assert.ok((await metric(server.base, 'brisk_prefix_cache_hits_total')) >= hits0 + 2);
 });
 
+test('a burst sharing a long prefix reads it once', async () => {
+  // Four requests at once (the server's --parallel) with the same long
+  // beginning: one reads it into the cache, the others wait for it and fork.
+  const shared = 'Once upon a time, in a small house near the woods, there lived a girl named Lily who loved to play ' +
+    'with her red ball in the garden every day after lunch with her mother and her little brother Tim. One day,';
+  const endings = [' Lily saw a bird', ' Tim found a cat', ' the sun was hot', ' mom made a cake'];
+  const hits0 = await metric(server.base, 'brisk_prefix_cache_hits_total');
+  const got = await Promise.all(endings.map((e) =>
+    client.completions.create({ model: 'm', prompt: shared + e, max_tokens: 8, temperature: 0 })));
+  const cached = got.map((r) => r.usage.prompt_tokens_details.cached_tokens);
+  assert.equal(cached.filter((c) => c > 0).length, endings.length - 1, `cached tokens per request: ${cached}`);
+  for (const c of cached) if (c > 0) assert.ok(c >= 40, `the shared part comes from the cache (${cached})`);
+  assert.equal((await metric(server.base, 'brisk_prefix_cache_hits_total')) - hits0, endings.length - 1);
+  for (let i = 0; i < endings.length; ++i)
+    assert.equal(got[i].choices[0].text, briskRun(shared + endings[i], 8), 'a fork gives brisk run\'s text');
+});
+
 test('concurrent requests each get their own text', async () => {
   const prompts = ['The cat', 'A big tree', 'Lily had a', 'One day, Tom', 'The sun was', 'Max and Sue', 'In the sky', 'Once there'];
   const expected = [];

@@ -5,31 +5,39 @@
 
 namespace brisk::serve {
 
-namespace {
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   const size_t n = std::min(a.size(), b.size());
   size_t i = 0;
   while (i < n && a[i] == b[i]) ++i;
   return i;
 }
-}  // namespace
 
-const PrefixCache::Entry* PrefixCache::lookup(const std::vector<int32_t>& prompt, size_t* usable) {
+std::list<PrefixCache::Entry>::const_iterator PrefixCache::best(const std::vector<int32_t>& prompt,
+                                                               size_t* usable) const {
   *usable = 0;
-  auto best = entries_.end();
-  size_t best_len = 0;
+  auto found = entries_.end();
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     size_t n = common_prefix(it->tokens, prompt);
     if (!(n == prompt.size() && n == it->tokens.size()) && n + 1 > prompt.size())
       n = prompt.empty() ? 0 : prompt.size() - 1;
-    if (n > best_len) {
-      best_len = n;
-      best = it;
+    if (n > *usable) {
+      *usable = n;
+      found = it;
     }
   }
-  if (best == entries_.end()) return nullptr;
-  entries_.splice(entries_.begin(), entries_, best);
-  *usable = best_len;
+  return found;
+}
+
+size_t PrefixCache::usable(const std::vector<int32_t>& prompt) const {
+  size_t n = 0;
+  best(prompt, &n);
+  return n;
+}
+
+const PrefixCache::Entry* PrefixCache::lookup(const std::vector<int32_t>& prompt, size_t* usable) {
+  const auto found = best(prompt, usable);
+  if (found == entries_.end()) return nullptr;
+  entries_.splice(entries_.begin(), entries_, found);
   return &entries_.front();
 }
 

@@ -14,6 +14,9 @@
 
 namespace brisk::serve {
 
+// How many leading tokens a and b share.
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
+
 class PrefixCache {
  public:
   struct Entry {
@@ -32,6 +35,8 @@ class PrefixCache {
   // at most all but the prompt's last token, which must be evaluated to get
   // logits. The entry becomes the most recently used.
   const Entry* lookup(const std::vector<int32_t>& prompt, size_t* usable);
+  // What lookup() would give in *usable, without touching the LRU order.
+  size_t usable(const std::vector<int32_t>& prompt) const;
   // Keeps an idle sequence holding `tokens` (taking ownership). Entries
   // holding a prefix of them are dropped: the new one serves every prompt
   // they could. Call make_room() first when full.
@@ -45,6 +50,8 @@ class PrefixCache {
   bool full() const { return entries_.size() >= capacity_; }
 
  private:
+  std::list<Entry>::const_iterator best(const std::vector<int32_t>& prompt, size_t* usable) const;
+
   size_t capacity_;
   std::list<Entry> entries_;  // most recently used first
 };

@@ -104,6 +104,28 @@ void Scheduler::begin_generation(Job& job) {
   if (st != BRISK_OK) throw std::runtime_error(last_error(st));
 }
 
+// A request whose prompt begins like one being read into the prefix cache
+// right now (or about to be) waits until that read is done and then forks
+// it, instead of reading the same tokens beside it: a burst of requests that
+// share a system prompt reads it once, not once per request. Only a share
+// that start() would fork from, and that beats what the cache already
+// holds, is worth the wait.
+bool Scheduler::waits_for_prefix(const Job& job, const std::vector<std::shared_ptr<Job>>& admitting) const {
+  const size_t min_cached = static_cast<size_t>(cfg_.min_cached);
+  if (cfg_.cache_slots == 0 || job.prompt.size() <= min_cached) return false;
+  const size_t have = cache_.usable(job.prompt);
+  auto worth = [&](const Job& reader) {
+    const size_t n = std::min(common_prefix(job.prompt, reader.prompt), job.prompt.size() - 1);
+    return n >= min_cached && n * 4 >= reader.prompt.size() && n > have + min_cached;
+  };
+  for (const auto& j : active_)
+    if (j->caching && worth(*j)) return true;
+  // Requests admitted in this round read their prompts into the cache too.
+  for (const auto& j : admitting)
+    if (worth(*j)) return true;
+  return false;
+}
+
 // Admits a request: a fork of the best cached prefix, or a fresh sequence.
 void Scheduler::start(const std::shared_ptr<Job>& job) {
   size_t reuse = 0;
@@ -215,9 +237,14 @@ void Scheduler::run() {
           ++it;
         }
       }
-      while (!queue_.empty() && static_cast<int>(active_.size() + admit.size()) < cfg_.parallel) {
-        admit.push_back(queue_.front());
-        queue_.pop_front();
+      for (auto it = queue_.begin();
+           it != queue_.end() && static_cast<int>(active_.size() + admit.size()) < cfg_.parallel;) {
+        if (waits_for_prefix(**it, admit)) {
+          ++it;
+          continue;
+        }
+        admit.push_back(*it);
+        it = queue_.erase(it);
       }
       busy_slots_ = static_cast<int>(active_.size() + admit.size());
       if (stopping_ && queue_.empty() && active_.empty() && admit.empty()) break;

@@ -44,6 +44,7 @@ class Scheduler {
   void stop();
 
  private:
+  bool waits_for_prefix(const Job& job, const std::vector<std::shared_ptr<Job>>& admitting) const;
   void start(const std::shared_ptr<Job>& job);
   void begin_generation(Job& job);
   void promote_to_cache(Job& job);
