@@ -35,14 +35,18 @@ void check_resumable(const StatsInfo& old, const StatsInfo& now, const std::stri
 
 }  // namespace
 
-std::string model_hash(const std::string& model_path) {
-  MappedFile m(model_path);
+std::string model_hash(const std::string& model_path, const MapOptions& how) {
+  MapOptions read = how;
+  read.lock = false;
+  MappedFile m(model_path, read);
   return xxh3_hex(m.data(), m.size());
 }
 
 StatsInfo calibrate(const std::string& model_path, const std::string& out_path, const CalibrateOptions& o) {
   if (o.data.empty()) fail(BRISK_ERR_INVALID_ARGUMENT, "no calibration data given");
-  auto model = Model::open(model_path, reproducible_load());
+  ModelOpenOptions load = reproducible_load();
+  load.map = o.input;
+  auto model = Model::open(model_path, load);
   const int train = model->config().n_ctx_train;
   const int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(train > 0 ? train : 512, 512);
 
@@ -50,7 +54,7 @@ StatsInfo calibrate(const std::string& model_path, const std::string& out_path, 
   StatsInfo& info = st.info;
   info.version = kStatsVersion;
   info.model_path = model_path;
-  info.model_hash = model_hash(model_path);
+  info.model_hash = model_hash(model_path, o.input);
   info.n_ctx = n_ctx;
   info.token_budget = o.max_tokens;
   info.holdout = o.data_options.holdout;

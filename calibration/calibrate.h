@@ -9,6 +9,7 @@
 
 #include "calibration/data.h"
 #include "calibration/stats.h"
+#include "core/mapped_file.h"
 
 namespace brisk::calib {
 
@@ -19,6 +20,7 @@ struct CalibrateOptions {
   uint64_t max_tokens = 0;        // 0: all the calibration text
   bool resume = false;            // continue the partial file at the output path
   int n_threads = 0;
+  MapOptions input;  // how the model file is brought in (mlock, read into memory)
   double checkpoint_seconds = 60;  // how often a partial file is saved
   // (tokens done, tokens total); return false to stop: the partial file is
   // then saved and BRISK_ERR_CANCELLED thrown.
@@ -29,7 +31,8 @@ struct CalibrateOptions {
 // Writes the statistics to out_path (atomically, also each checkpoint).
 StatsInfo calibrate(const std::string& model_path, const std::string& out_path, const CalibrateOptions& options);
 
-// XXH3 of the model file (identifies what the statistics belong to).
-std::string model_hash(const std::string& model_path);
+// XXH3 of the model file (identifies what the statistics belong to), read
+// as `how` says but never locked: the bytes are needed only for a moment.
+std::string model_hash(const std::string& model_path, const MapOptions& how = {});
 
 }  // namespace brisk::calib

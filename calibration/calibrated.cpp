@@ -98,11 +98,13 @@ CalibratedResult quantize_calibrated(const std::string& in_path, const std::stri
                                          std::to_string(st.info.chunks_done) + " of " + std::to_string(st.info.chunks_total) +
                                          " chunks): finish it with brisk calibrate --resume");
   const std::string stats_hash = xxh3_file(o.stats_path);
-  auto source = Model::open(in_path, reproducible_load());
+  ModelOpenOptions load = reproducible_load();
+  load.map = o.quant.input;
+  auto source = Model::open(in_path, load);
   // Shapes are checked before any quantizer reads an importance vector.
   fit_stats_to_model(st, source->file(), o.stats_path);
   const quantize::ImportanceMap importance = st.importance();
-  if (!st.info.model_hash.empty() && st.info.model_hash != model_hash(in_path))
+  if (!st.info.model_hash.empty() && st.info.model_hash != model_hash(in_path, o.quant.input))
     warn("the calibration was made with another model file (" + st.info.model_path +
          "); fine if it is the same weights in another precision");
   const quantize::Preset& preset = quantize::find_preset(o.quant.preset);

@@ -41,7 +41,7 @@ brisk_status brisk_verify(const char* path, const brisk_verify_options* options,
     if (brisk::bundle::is_bundle(path)) {
       r = brisk::bundle::verify_bundle(path, job);
     } else {
-      brisk::gguf::File f(path);
+      brisk::gguf::File f(path, brisk::capi::map_options_of(o));
       r = brisk::bundle::verify_gguf(f, job);
     }
     if (bytes_checked) *bytes_checked = r.bytes_hashed;
@@ -61,7 +61,7 @@ brisk_status brisk_add_manifest(const char* path, const char* out_path, const br
   return guard([&] {
     require(path, "path");
     const brisk_verify_options o = brisk::capi::merge_options(options, [](brisk_verify_options* p) { brisk_verify_options_init(p); });
-    brisk::bundle::add_manifest(path, out_path ? out_path : path, job_of(o, "verify"));
+    brisk::bundle::add_manifest(path, out_path ? out_path : path, job_of(o, "verify"), brisk::capi::map_options_of(o));
   });
 }
 
@@ -81,6 +81,7 @@ brisk_status brisk_pack(const char* gguf_path, const char* bundle_path, const br
     brisk::bundle::PackOptions po;
     po.level = o.level;
     po.long_distance = o.long_distance;
+    po.input = brisk::capi::map_options_of(o);
     brisk::bundle::pack(gguf_path, bundle_path, po, job_of(o, "pack"));
   });
 }

@@ -40,6 +40,7 @@ brisk_status brisk_calibrate(const char* model_path, const char* out_path, const
     c.max_tokens = o.max_tokens;
     c.resume = o.resume != 0;
     c.n_threads = static_cast<int>(o.n_threads);
+    c.input = brisk::capi::map_options_of(o);
     c.checkpoint_seconds = o.checkpoint_seconds ? o.checkpoint_seconds : 60;
     c.progress = [&o](uint64_t done, uint64_t total) {
       if (o.abort_fn && o.abort_fn(o.abort_user_data)) return false;

@@ -23,6 +23,7 @@ brisk::convert::ConvertOptions to_internal(const brisk_convert_options& o) {
                                                   " (f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k)");
   }
   if (o.name) c.name = o.name;
+  c.input = brisk::capi::map_options_of(o);
   return c;
 }
 

@@ -159,6 +159,16 @@ class Busy {
 using SessionBusy = Busy<brisk_session, destroy_session>;
 using EngineBusy = Busy<brisk_engine, destroy_engine>;
 
+// The mlock and no_mmap fields of every options struct that reads a model
+// file, as the loader takes them: one meaning for all of them.
+template <class T>
+MapOptions map_options_of(const T& o) {
+  MapOptions m;
+  m.lock = o.mlock != 0;
+  m.read_into_memory = o.no_mmap != 0;
+  return m;
+}
+
 // Copies the caller's options over the defaults, honouring struct_size so an
 // older caller's smaller struct works with a newer library.
 template <class T, class Init>

@@ -34,8 +34,7 @@ brisk_status brisk_model_open(const char* path, const brisk_model_options* optio
     h->options = brisk::capi::merge_options(options, [](brisk_model_options* p) { brisk_model_options_init(p); });
     brisk::ModelOpenOptions mo;
     mo.vocab_only = h->options.vocab_only != 0;
-    mo.map.lock = h->options.mlock != 0;
-    mo.map.read_into_memory = h->options.no_mmap != 0;
+    mo.map = brisk::capi::map_options_of(h->options);
     const brisk_model_options& o = h->options;
     if (o.plan_mode < BRISK_PLAN_DEFAULT || o.plan_mode > BRISK_PLAN_MEASURE)
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "plan_mode " + std::to_string(o.plan_mode) + " is not a brisk_plan_mode");

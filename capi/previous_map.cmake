@@ -1,10 +1,9 @@
 # SPDX-License-Identifier: MIT
 # cmake -DIN=brisk.map -DOUT=previous.map -P previous_map.cmake
-# Writes brisk.map without its last version node (the newest ABI minor).
+# Writes brisk.map without its newest node that lists functions (and the
+# empty nodes after it): what the libbrisk before that minor exported.
+include(${CMAKE_CURRENT_LIST_DIR}/map_nodes.cmake)
 file(READ ${IN} map)
-string(FIND "${map}" "\nBRISK_" last REVERSE)
-if(last LESS 0)
-  message(FATAL_ERROR "${IN}: no version node")
-endif()
+brisk_newest_function_node("${map}" node last)
 string(SUBSTRING "${map}" 0 ${last} previous)
 file(WRITE ${OUT} "${previous}\n")

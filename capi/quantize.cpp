@@ -48,6 +48,7 @@ void run_quantize(const char* in, const char* out, const brisk_quantize_options&
   q.preset = o.type;
   q.plan.overrides = parse_overrides(o.tensor_types, o.n_tensor_types);
   q.n_threads = static_cast<int>(o.n_threads);
+  q.input = map_options_of(o);
   wire_callbacks(o, q);
   if (!o.calibration) {
     if (o.target_size || o.target_bpw > 0 || o.eval_file)

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bundle/job.h"
+#include "core/mapped_file.h"
 #include "core/tensor_type.h"
 
 namespace brisk::convert {
@@ -17,6 +18,7 @@ struct ConvertOptions {
   TensorType type = TensorType::F32;
   // general.name; "" = the directory's name (HF) or "llama" (llama2.c, as llama.cpp).
   std::string name;
+  MapOptions input;  // how the checkpoint's files are brought in (mlock, read into memory)
 };
 
 // A Hugging Face model directory: config.json, model.safetensors (or shards

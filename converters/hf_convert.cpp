@@ -29,9 +29,10 @@ using json = nlohmann::json;
 struct Weights {
   std::vector<std::unique_ptr<SafetensorsFile>> files;
   std::map<std::string, const StTensor*> by_name;
+  MapOptions map;
 
   void add_file(const fs::path& p) {
-    files.push_back(std::make_unique<SafetensorsFile>(p.string()));
+    files.push_back(std::make_unique<SafetensorsFile>(p.string(), map));
     for (const StTensor& t : files.back()->tensors())
       if (!by_name.emplace(t.name, &t).second)
         fail(BRISK_ERR_BAD_FORMAT, "tensor '" + t.name + "' appears in more than one shard ('" + p.string() + "')");
@@ -44,8 +45,9 @@ bool plain_file_name(const std::string& s) {
          s.find('\\') == std::string::npos && s.find('\0') == std::string::npos;
 }
 
-Weights open_weights(const fs::path& dir) {
+Weights open_weights(const fs::path& dir, const MapOptions& map) {
   Weights w;
+  w.map = map;
   const fs::path index = dir / "model.safetensors.index.json";
   std::string where = "'";
   where += index.string();
@@ -136,7 +138,7 @@ void convert_hf(const std::string& dir_s, const std::string& out, const ConvertO
   auto config_text = read_small_file(config_path);
   if (!config_text) fail(BRISK_ERR_NOT_FOUND, "no config.json in '" + dir_s + "'");
   const HfConfig c = parse_hf_config(*config_text, config_path.string());
-  Weights weights = open_weights(dir);
+  Weights weights = open_weights(dir, o.input);
 
   auto emb = weights.by_name.find("model.embed_tokens.weight");
   if (emb == weights.by_name.end() || emb->second->shape.size() != 2)
@@ -198,7 +200,7 @@ void convert_hf(const std::string& dir_s, const std::string& out, const ConvertO
     for (const StTensor* t : m.sources) {
       const std::string head = t->name + "\n" + t->dtype + "\n" + t->shape_string() + "\n";
       h.update(head.data(), head.size());
-      hash_and_release(h, t->data, static_cast<size_t>(t->end - t->begin));
+      hash_and_release(h, t->data, static_cast<size_t>(t->end - t->begin), o.input);
     }
     for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
                           "chat_template.jinja", "chat_template.json"})
@@ -209,7 +211,7 @@ void convert_hf(const std::string& dir_s, const std::string& out, const ConvertO
       }
     return h.digest();
   };
-  write_model(w, m.plan, want, out, bundle::tool_string("convert"), source_hash, job);
+  write_model(w, m.plan, want, out, bundle::tool_string("convert"), source_hash, job, o.input);
 }
 
 }  // namespace brisk::convert

@@ -102,7 +102,7 @@ VocabData read_tokenizer(const MappedFile& m, int64_t n_vocab) {
 
 void convert_llama2c(const std::string& model_path, const std::string& tok_path, const std::string& out,
                      const ConvertOptions& o, const bundle::Job& job) {
-  MappedFile model(model_path), tok(tok_path);
+  MappedFile model(model_path, o.input), tok(tok_path, o.input);
   const Header c = read_header(model);
   const int64_t hd = c.dim / c.n_head, kv = hd * c.n_kv, L = c.n_layer;
   // Offsets (in floats) of each weight array, in file order. Sizes are
@@ -173,10 +173,10 @@ void convert_llama2c(const std::string& model_path, const std::string& tok_path,
   }
   write_model(w, plan, want, out, bundle::tool_string("convert --from-llama2c"), [&] {
     bundle::Hasher h;
-    hash_and_release(h, model.data(), model.size());
-    hash_and_release(h, tok.data(), tok.size());
+    hash_and_release(h, model.data(), model.size(), o.input);
+    hash_and_release(h, tok.data(), tok.size(), o.input);
     return h.digest();
-  }, job);
+  }, job, o.input);
 }
 
 }  // namespace brisk::convert

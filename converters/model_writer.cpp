@@ -51,12 +51,12 @@ int64_t permuted_row(int64_t r, int64_t rows, int64_t heads) {
   return h * hd + (w % 2) * (hd / 2) + w / 2;
 }
 
-void hash_and_release(bundle::Hasher& h, const uint8_t* p, size_t n) {
+void hash_and_release(bundle::Hasher& h, const uint8_t* p, size_t n, const MapOptions& how) {
   constexpr size_t kChunk = size_t(64) << 20;
   for (size_t off = 0; off < n; off += kChunk) {
     const size_t k = std::min(kChunk, n - off);
     h.update(p + off, k);
-    release_pages(p + off, k);
+    release_pages(p + off, k, how);
   }
 }
 
@@ -79,7 +79,8 @@ void check_plan(const PlannedTensor& t) {
 }  // namespace
 
 void write_model(gguf::Writer& w, const std::vector<PlannedTensor>& plan, TensorType wanted, const std::string& path,
-                 const std::string& tool, const std::function<bundle::Hash128()>& source_hash, const bundle::Job& job) {
+                 const std::string& tool, const std::function<bundle::Hash128()>& source_hash, const bundle::Job& job,
+                 const MapOptions& source) {
   w.add_u32("general.file_type", gguf_file_type(wanted));
   if (type_traits(wanted).block_size > 1) w.add_u32("general.quantization_version", 2);
   // One warning per kind of fallback, not one per tensor.
@@ -139,7 +140,7 @@ void write_model(gguf::Writer& w, const std::vector<PlannedTensor>& plan, Tensor
                            st.done += static_cast<uint64_t>(r1 - r0);
                          });
     done += in_rb * static_cast<uint64_t>(rows);
-    release_pages(t.src, in_rb * static_cast<size_t>(rows));
+    release_pages(t.src, in_rb * static_cast<size_t>(rows), source);
     sink(out.data(), out.size());
   };
   bundle::write_with_manifest(w, path, produce, tool, source_hash);

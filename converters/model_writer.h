@@ -46,14 +46,17 @@ struct PlannedTensor {
 // Source row that becomes output row r when permuting `rows` rows in `heads` heads.
 int64_t permuted_row(int64_t r, int64_t rows, int64_t heads);
 
-// Feeds [p, p + n) of a mapped file to h, releasing the pages behind it
-// (release_pages), so a converter's resident memory stays about one tensor.
-void hash_and_release(bundle::Hasher& h, const uint8_t* p, size_t n);
+// Feeds [p, p + n) of a file brought in with `how` to h, releasing the pages
+// behind it (release_pages), so a converter's resident memory stays about
+// one tensor.
+void hash_and_release(bundle::Hasher& h, const uint8_t* p, size_t n, const MapOptions& how);
 
 // Adds general.file_type (and quantization_version for quantized types)
 // and the tensors to `w`, then writes `path` atomically with a manifest.
 // Fallbacks taken are reported through job.warning, one line per kind.
+// Sources (brought in with `source`) are released as each tensor is written.
 void write_model(gguf::Writer& w, const std::vector<PlannedTensor>& plan, TensorType wanted, const std::string& path,
-                 const std::string& tool, const std::function<bundle::Hash128()>& source_hash, const bundle::Job& job);
+                 const std::string& tool, const std::function<bundle::Hash128()>& source_hash, const bundle::Job& job,
+                 const MapOptions& source);
 
 }  // namespace brisk::convert

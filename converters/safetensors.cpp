@@ -121,7 +121,7 @@ StHeader parse_safetensors(const uint8_t* data, size_t size, const std::string& 
   return h;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : map_(path) {
+SafetensorsFile::SafetensorsFile(const std::string& path, const MapOptions& map) : map_(path, map) {
   header_ = parse_safetensors(map_.data(), map_.size(), path);
   for (size_t i = 0; i < header_.tensors.size(); ++i) index_[header_.tensors[i].name] = i;
 }

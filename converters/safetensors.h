@@ -48,7 +48,7 @@ StHeader parse_safetensors(const uint8_t* data, size_t size, const std::string& 
 // A memory-mapped .safetensors file.
 class SafetensorsFile {
  public:
-  explicit SafetensorsFile(const std::string& path);
+  explicit SafetensorsFile(const std::string& path, const MapOptions& map = {});
   const std::string& path() const { return map_.path(); }
   const std::vector<StTensor>& tensors() const { return header_.tensors; }
   const StTensor* find(const std::string& name) const;

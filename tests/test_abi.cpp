@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "memlock_util.h"
 #include "test_data.h"
 
 TEST_CASE("abi: options_init writes only the caller's struct size", "[abi]") {
@@ -171,4 +172,73 @@ TEST_CASE("abi: the library leaves the calling thread's CPU mask alone unless as
   REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
   CHECK(CPU_EQUAL(&before, &after));
   brisk_model_close(m);
+}
+
+namespace {
+
+// options_init_sized with the size a 0.5 program knows (up to mlock) must
+// write nothing past it.
+template <class T>
+void check_old_init(void (*init_sized)(T*, size_t)) {
+  unsigned char buf[sizeof(T) + 16];
+  std::memset(buf, 0xAB, sizeof buf);
+  const size_t old_size = offsetof(T, mlock);
+  init_sized(reinterpret_cast<T*>(buf), old_size);
+  CHECK(reinterpret_cast<T*>(buf)->struct_size == old_size);
+  for (size_t i = old_size; i < sizeof buf; ++i) CHECK(buf[i] == 0xAB);
+  T full;
+  init_sized(&full, sizeof full);
+  CHECK(full.mlock == 0);
+  CHECK(full.no_mmap == 0);
+}
+
+// A struct as a program built against ABI 0.5 passes it: its own size, and
+// whatever happens to follow in memory (here all bits set, which read as
+// mlock and no_mmap would ask for a lock).
+template <class T>
+struct OldCaller {
+  T options;
+  OldCaller(void (*init_sized)(T*, size_t)) {
+    std::memset(&options, 0xFF, sizeof options);
+    init_sized(&options, offsetof(T, mlock));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("abi: toolchain options from before ABI 0.6 are read only up to their struct_size", "[abi]") {
+  check_old_init(brisk_quantize_options_init_sized);
+  check_old_init(brisk_calibrate_options_init_sized);
+  check_old_init(brisk_verify_options_init_sized);
+  check_old_init(brisk_convert_options_init_sized);
+  check_old_init(brisk_pack_options_init_sized);
+
+  const std::string d = brisk::test::scratch_dir().string();
+  const std::string model = d + "/abi-old-options.gguf";
+  brisk_synthesize_options so;
+  brisk_synthesize_options_init(&so);
+  so.shape = "tiny";
+  so.weight_type = "f16";
+  REQUIRE(brisk_synthesize_model(model.c_str(), &so) == BRISK_OK);
+  // Where no page can be locked, a call that read the old caller's tail as
+  // mlock would fail; the same call asking for mlock must.
+  const int code = brisk::test::with_low_memlock([&] {
+    OldCaller<brisk_verify_options> v(brisk_verify_options_init_sized);
+    if (brisk_verify(model.c_str(), &v.options, nullptr) != BRISK_OK) return 1;
+    OldCaller<brisk_quantize_options> q(brisk_quantize_options_init_sized);
+    if (brisk_quantize(model.c_str(), (d + "/abi-old-q.gguf").c_str(), &q.options) != BRISK_OK) return 2;
+    OldCaller<brisk_pack_options> p(brisk_pack_options_init_sized);
+    if (brisk_pack(model.c_str(), (d + "/abi-old.brisk").c_str(), &p.options) != BRISK_OK) return 3;
+    brisk_verify_options now;
+    brisk_verify_options_init(&now);
+    now.mlock = 1;
+    if (brisk_verify(model.c_str(), &now, nullptr) != BRISK_ERR_OUT_OF_MEMORY) return 4;
+    if (std::string(brisk_last_error()).find("RLIMIT_MEMLOCK") == std::string::npos) return 5;
+    return 0;
+  });
+  if (code == brisk::test::kCannotDropLock) {
+    WARN("skipped: this process cannot give up CAP_IPC_LOCK");
+    return;
+  }
+  CHECK(code == 0);
 }

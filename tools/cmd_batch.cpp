@@ -19,6 +19,7 @@
 #include "cmd_batch_run.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 
 namespace brisk::tools {
 
@@ -53,6 +54,10 @@ int cmd_batch(int argc, char** argv) {
                         "optionally max_tokens, temperature, seed, stop (string or array), system, which override the options.\n"
                         "Output lines: index, id, text, prompt_tokens, completion_tokens, finish_reason\n"
                         "(stop, length, context_full), or index, id, error.\n"
+                        "A resumed run must match the model, input and every option that asks for different text;\n"
+                        "-t, --parallel, -b and the loading options (--plan...) are not recorded: they choose only how\n"
+                        "the arithmetic is done, which can round a record differently (keep them, with --plan fixed,\n"
+                        "where every run must agree bit for bit).\n"
                         "  brisk batch --merge OUT SHARD... joins shard outputs in input order.");
   // clang-format off
   opts.add_options()
@@ -71,8 +76,6 @@ int cmd_batch(int argc, char** argv) {
     ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
     ("cache-type-v", "KV cache type for values: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))
     ("no-pin", "do not pin threads to cores")
-    ("mlock", "lock the model in memory")
-    ("no-mmap", "read the model into memory instead of mapping it")
     ("progress-interval", "seconds between progress lines when stderr is not a terminal", cxxopts::value<double>()->default_value("10"))
     ("json", "print the final summary as JSON on stdout")
     ("json-summary", "same as --json")
@@ -82,6 +85,7 @@ int cmd_batch(int argc, char** argv) {
   add_model_option(opts, "model (GGUF)");
   add_output_option(opts, "output JSONL file (resumed if it exists; OUTPUT.batch.json records what made it)");
   add_threads_option(opts);
+  add_load_options(opts);
   opts.allow_unrecognised_options();
   cxxopts::ParseResult args;
   try {
@@ -139,8 +143,8 @@ int cmd_batch(int argc, char** argv) {
   rs.defaults.chat_template = args["chat-template"].as<std::string>();
   rs.stop_at_eos = !args.count("ignore-eos");
   rs.no_pin = args.count("no-pin") > 0;
-  rs.mlock = args.count("mlock") > 0;
-  rs.no_mmap = args.count("no-mmap") > 0;
+  brisk_model_options_init(&rs.load);
+  if (!apply_load_options(args, &rs.load, &rs.plan_cache)) return usage_error("--plan must be auto, fixed or measure");
   rs.json_summary = args.count("json") || args.count("json-summary");
   return batch::run(rs);
 }

@@ -396,12 +396,8 @@ int run(RunSettings& s) {
     std::fprintf(stderr, "brisk batch: error: %s\n", error.c_str());
     return 1;
   }
-  brisk_model_options mo;
-  brisk_model_options_init(&mo);
-  mo.mlock = s.mlock ? 1 : 0;
-  mo.no_mmap = s.no_mmap ? 1 : 0;
   brisk_model* model = nullptr;
-  brisk_status st = brisk_model_open(s.model_path.c_str(), &mo, &model);
+  brisk_status st = brisk_model_open(s.model_path.c_str(), &s.load, &model);
   if (st != BRISK_OK) return report("batch", st);
   std::unique_ptr<brisk_model, void (*)(brisk_model*)> model_guard(model, brisk_model_close);
   char identity[64];

@@ -16,7 +16,12 @@ struct RunSettings {
   int n_threads = 0, n_ctx = 0, n_batch = 512;
   int32_t cache_k = BRISK_TYPE_AUTO, cache_v = BRISK_TYPE_AUTO;
   int prefix_min = 8;  // tokens; 0: no prefix sharing
-  bool stop_at_eos = true, no_pin = false, mlock = false, no_mmap = false, json_summary = false;
+  bool stop_at_eos = true, no_pin = false, json_summary = false;
+  // --mlock, --no-mmap, --plan, --plan-cache (load.plan_cache_dir points
+  // into plan_cache). Not in the sidecar: like -t, --parallel and -b they
+  // change how the sums are computed, not what is asked for.
+  brisk_model_options load{};
+  std::string plan_cache;
   double progress_interval = 10;
   Defaults defaults;
 };

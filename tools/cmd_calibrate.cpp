@@ -10,6 +10,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 #include "progress.h"
 
 namespace brisk::tools {
@@ -28,6 +29,7 @@ int cmd_calibrate(int argc, char** argv) {
     ("holdout", "share of each file's tail kept out for evaluation", cxxopts::value<float>()->default_value("0.1"))
     ("resume", "continue a stopped run (same model, data and options)");
   // clang-format on
+  add_read_options(opts, "the model");
   add_threads_option(opts);
   add_json_option(opts, "on stdout: output, its size, tokens seen, seconds, complete or stopped");
   cxxopts::ParseResult args;
@@ -44,6 +46,7 @@ int cmd_calibrate(int argc, char** argv) {
   const std::string field = args["jsonl-field"].as<std::string>();
   brisk_calibrate_options o;
   brisk_calibrate_options_init(&o);
+  apply_read_options(args, &o);
   o.data_paths = ptrs.data();
   o.n_data_paths = ptrs.size();
   o.jsonl_field = field.c_str();

@@ -10,6 +10,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 #include "progress.h"
 
 namespace brisk::tools {
@@ -30,6 +31,7 @@ int cmd_convert(int argc, char** argv) {
      cxxopts::value<std::string>()->default_value("auto"))
     ("name", "general.name (default: the directory's name)", cxxopts::value<std::string>());
   // clang-format on
+  add_read_options(opts, "the checkpoint's files");
   add_threads_option(opts);
   add_json_option(opts, "on stdout: source, format, output, its size and seconds");
   cxxopts::ParseResult args;
@@ -47,6 +49,7 @@ int cmd_convert(int argc, char** argv) {
     return usage_error("convert", "'" + src + "' is a file: a llama2.c checkpoint needs --tokenizer TOK.bin");
   brisk_convert_options o;
   brisk_convert_options_init(&o);
+  apply_read_options(args, &o);
   if (!parse_type(args["type"].as<std::string>(), &o.type))
     return usage_error("convert", "unknown type '" + args["type"].as<std::string>() + "'");
   std::string name = args.count("name") ? args["name"].as<std::string>() : "";

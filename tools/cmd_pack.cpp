@@ -9,6 +9,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 #include "progress.h"
 
 namespace brisk::tools {
@@ -29,6 +30,7 @@ int pack_or_unpack(int argc, char** argv, bool packing) {
     ("level", "zstd level 1..22", cxxopts::value<int>()->default_value("3"))
     ("long", "long-distance matching: auto, on, off", cxxopts::value<std::string>()->default_value("auto"));
   // clang-format on
+  if (packing) add_read_options(opts, "the GGUF");  // a bundle is streamed, never mapped
   add_threads_option(opts);
   add_json_option(opts, "on stdout: input, output, GGUF and bundle bytes, ratio and seconds");
   cxxopts::ParseResult args;
@@ -45,6 +47,7 @@ int pack_or_unpack(int argc, char** argv, bool packing) {
     const std::string l = args["long"].as<std::string>();
     if (l != "auto" && l != "on" && l != "off") return usage_error(cmd, "--long takes auto, on or off");
     o.long_distance = l == "auto" ? -1 : l == "on" ? 1 : 0;
+    apply_read_options(args, &o);
   }
   Progress progress;
   o.progress_fn = Progress::callback;

@@ -10,6 +10,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 #include "progress.h"
 
 namespace brisk::tools {
@@ -106,6 +107,7 @@ int cmd_quantize(int argc, char** argv) {
     ("eval-chunks", "chunks evaluated for the report (0 = all)", cxxopts::value<uint32_t>()->default_value("64"))
     ("q,quiet", "no per-tensor progress lines");
   // clang-format on
+  add_read_options(opts, "the input model");
   add_threads_option(opts);
   add_json_option(opts, "on stdout instead of the table: every tensor's types and sizes, the totals and, with a "
                         "report, the report");
@@ -126,6 +128,7 @@ int cmd_quantize(int argc, char** argv) {
   st.quiet = args.count("quiet") > 0;
   brisk_quantize_options o;
   brisk_quantize_options_init(&o);
+  apply_read_options(args, &o);
   o.type = type.c_str();
   o.tensor_types = override_ptrs.data();
   o.n_tensor_types = override_ptrs.size();

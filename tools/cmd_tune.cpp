@@ -31,6 +31,7 @@ int cmd_tune(int argc, char** argv) {
   add_json_option(opts, "on stdout instead of the text: the model, the threads and the plan's lines");
   opts.add_options()("plan-cache", "directory of cached kernel plans (default ~/.cache/brisk)",
                      cxxopts::value<std::string>());
+  add_read_options(opts, "the model");  // no --plan: tune always measures
   cxxopts::ParseResult args;
   int exit_code = 0;
   if (!parse_command("tune", opts, argc, argv, &args, &exit_code)) return exit_code;
@@ -41,6 +42,7 @@ int cmd_tune(int argc, char** argv) {
   brisk_model_options mo;
   brisk_model_options_init(&mo);
   mo.plan_mode = BRISK_PLAN_MEASURE;
+  apply_read_options(args, &mo);
   mo.plan_threads = threads_arg(args);
   mo.log_fn = log_to_stderr;
   mo.log_level = BRISK_LOG_WARN;

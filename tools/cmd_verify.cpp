@@ -12,6 +12,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 #include "progress.h"
 
 namespace brisk::tools {
@@ -47,6 +48,7 @@ int cmd_verify(int argc, char** argv) {
     ("add-manifest", "rewrite the GGUF with a fresh checksum manifest");
   // clang-format on
   add_output_option(opts, "with --add-manifest: write here instead of in place");
+  add_read_options(opts, "a GGUF");  // a bundle is streamed, never mapped
   add_threads_option(opts);
   add_json_option(opts, "on stdout instead of the text: status (ok, failed, no_manifest, manifest_added), every "
                         "mismatch, bytes checked and seconds");
@@ -64,6 +66,7 @@ int cmd_verify(int argc, char** argv) {
   mismatches.print = !json;
   brisk_verify_options o;
   brisk_verify_options_init(&o);
+  apply_read_options(args, &o);
   o.n_threads = threads_arg_resolved(args);
   o.progress_fn = Progress::callback;
   o.progress_user_data = &progress;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Options of every command that loads a model for inference, spelled alike:
 // --mlock, --no-mmap, and how the kernel plan is chosen (--plan,
-// --plan-cache; brisk.h, brisk_plan_mode).
+// --plan-cache; brisk.h, brisk_plan_mode). Commands that read a model file
+// without choosing kernels (quantize, calibrate, verify, convert, pack) take
+// the first two alone (add_read_options).
 #pragma once
 #include <cxxopts.hpp>
 #include <string>
@@ -10,9 +12,23 @@
 
 namespace brisk::tools {
 
+// --mlock and --no-mmap; `what` names the file they apply to ("the input model").
+// Commands that only read (quantize, verify) lock it for as long as they read it.
+inline void add_read_options(cxxopts::Options& opts, const std::string& what) {
+  opts.add_options()("mlock", "lock " + what + " in RAM so it is never paged out (mlock; refused beyond RLIMIT_MEMLOCK)")(
+      "no-mmap", "read " + what + " into memory instead of mapping it (network filesystems)");
+}
+
+// Sets the mlock and no_mmap fields that every option struct reading a model file has.
+template <class Options>
+void apply_read_options(const cxxopts::ParseResult& args, Options* o) {
+  o->mlock = args.count("mlock") ? 1 : 0;
+  o->no_mmap = args.count("no-mmap") ? 1 : 0;
+}
+
 inline void add_load_options(cxxopts::Options& opts) {
-  opts.add_options()("mlock", "lock the model in RAM so it is never paged out")(
-      "no-mmap", "read the model into memory instead of mapping it (network filesystems)")(
+  add_read_options(opts, "the model");
+  opts.add_options()(
       "plan", "kernel plan: auto (cached, else measured and cached), fixed (each ISA's defaults, reproducible), "
               "measure (measure again); default $BRISK_PLAN or auto",
       cxxopts::value<std::string>())("plan-cache", "directory of cached kernel plans (default ~/.cache/brisk)",
@@ -35,8 +51,7 @@ inline bool plan_mode_arg(const cxxopts::ParseResult& args, int64_t* out) {
 // the command will run (-t), when it has that option. `storage` keeps the
 // cache directory's text alive while mo points at it.
 inline bool apply_load_options(const cxxopts::ParseResult& args, brisk_model_options* mo, std::string* storage) {
-  mo->mlock = args.count("mlock") ? 1 : 0;
-  mo->no_mmap = args.count("no-mmap") ? 1 : 0;
+  apply_read_options(args, mo);
   if (!plan_mode_arg(args, &mo->plan_mode)) return false;
   if (args.count("plan-cache")) {
     *storage = args["plan-cache"].as<std::string>();

@@ -73,14 +73,14 @@ extern "C" {
 /* These equal the project version and ABI of CMakeLists.txt (checked when
  * the library is built). */
 #define BRISK_VERSION_MAJOR 0
-#define BRISK_VERSION_MINOR 5
+#define BRISK_VERSION_MINOR 6
 #define BRISK_VERSION_PATCH 0
 /* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>);
  * functions added in ABI minor N carry the symbol version BRISK_<major>.N. */
 #define BRISK_ABI_VERSION_MAJOR 0
-#define BRISK_ABI_VERSION_MINOR 5
+#define BRISK_ABI_VERSION_MINOR 6
 
-/* "0.5.0": the library actually loaded, which may be newer than the header. */
+/* "0.6.0": the library actually loaded, which may be newer than the header. */
 BRISK_API const char *brisk_version(void);
 /* (major << 16) | minor of the loaded library's ABI. */
 BRISK_API uint32_t brisk_abi_version(void);
@@ -575,6 +575,13 @@ typedef struct brisk_convert_options {
   void *abort_user_data;
   brisk_log_fn log_fn; /* warnings (type fallbacks...); may be NULL */
   void *log_user_data;
+  /* Reading the checkpoint's files, as brisk_model_options' fields of the
+   * same names: non-zero mlock locks them in RAM while converting
+   * (BRISK_ERR_OUT_OF_MEMORY with the RLIMIT_MEMLOCK numbers when the OS
+   * refuses); non-zero no_mmap reads them into anonymous memory instead of
+   * mapping them (network filesystems). Default 0. Added in ABI 0.6. */
+  int64_t mlock;
+  int64_t no_mmap;
 } brisk_convert_options;
 
 BRISK_API void brisk_convert_options_init_sized(brisk_convert_options *options, size_t size);
@@ -602,6 +609,11 @@ typedef struct brisk_verify_options {
   void *abort_user_data;
   brisk_mismatch_fn mismatch_fn; /* may be NULL */
   void *mismatch_user_data;
+  /* Reading a GGUF, as in brisk_convert_options. A bundle is streamed,
+   * never mapped or held, so they change nothing there. Default 0.
+   * Added in ABI 0.6. */
+  int64_t mlock;
+  int64_t no_mmap;
 } brisk_verify_options;
 
 BRISK_API void brisk_verify_options_init_sized(brisk_verify_options *options, size_t size);
@@ -632,6 +644,11 @@ typedef struct brisk_pack_options {
   void *abort_user_data;
   brisk_log_fn log_fn; /* warnings; may be NULL */
   void *log_user_data;
+  /* Reading the GGUF brisk_pack compresses, as in brisk_convert_options;
+   * brisk_unpack streams its bundle, so they change nothing there.
+   * Default 0. Added in ABI 0.6. */
+  int64_t mlock;
+  int64_t no_mmap;
 } brisk_pack_options;
 
 BRISK_API void brisk_pack_options_init_sized(brisk_pack_options *options, size_t size);
@@ -706,6 +723,11 @@ typedef struct brisk_quantize_options {
    * importance-weighted error and the report has no held-out figures. */
   const char *const *calibration_data;
   size_t n_calibration_data;
+  /* Reading the input model, as in brisk_convert_options (with calibration,
+   * the input is opened both to run and to quantize: mlock locks it twice,
+   * no_mmap reads it twice). Default 0. Added in ABI 0.6. */
+  int64_t mlock;
+  int64_t no_mmap;
 } brisk_quantize_options;
 
 BRISK_API void brisk_quantize_options_init_sized(brisk_quantize_options *options, size_t size);
@@ -737,6 +759,10 @@ typedef struct brisk_calibrate_options {
   void *abort_user_data;
   brisk_log_fn log_fn;
   void *log_user_data;
+  /* Loading the model, as brisk_model_options' fields of the same names.
+   * Default 0. Added in ABI 0.6. */
+  int64_t mlock;
+  int64_t no_mmap;
 } brisk_calibrate_options;
 
 BRISK_API void brisk_calibrate_options_init_sized(brisk_calibrate_options *options, size_t size);

@@ -90,7 +90,7 @@ void pack(const std::string& in, const std::string& out, const PackOptions& o, c
   if (o.level < 1 || o.level > ZSTD_maxCLevel())
     fail(BRISK_ERR_INVALID_ARGUMENT, "compression level " + std::to_string(o.level) + " is outside 1.." +
                                          std::to_string(ZSTD_maxCLevel()));
-  gguf::File f(in);
+  gguf::File f(in, o.input);
   Job hashing = job;  // the checksum pass is the first 30% of the work
   hashing.progress = [&](double x, const std::string& w) { job.report(0.3 * x, w); };
   BundleManifest m;
@@ -159,7 +159,7 @@ void pack(const std::string& in, const std::string& out, const PackOptions& o, c
       zcheck(remaining, "compress");
       file.write(buf.data(), output.pos);
     } while (last ? remaining != 0 : input.pos < input.size);
-    release_pages(src + pos, n);  // compressed: keep resident memory small
+    f.release(src + pos, n);  // compressed: keep resident memory small
     pos += n;
     job.report(0.3 + 0.7 * static_cast<double>(pos) / static_cast<double>(std::max<uint64_t>(size, 1)), "compressing");
     if (last) break;

@@ -59,6 +59,7 @@ struct PackOptions {
   // farther apart than the level's window (then the window grows to reach
   // it, up to 128 MiB); 0 off; 1 on with a window covering the file (<= 128 MiB).
   int long_distance = -1;
+  MapOptions input;  // how the GGUF is brought in (mlock, read into memory)
 };
 
 // Where a bundle's bytes come from: a file, or memory (tests and fuzzing).

@@ -73,7 +73,7 @@ std::vector<Hash128> hash_tensors(const gguf::File& f, const Job& job, uint64_t*
     for (uint64_t off = 0; off < t.n_bytes && !st.stop; off += kChunk) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, t.n_bytes - off));
       h.update(t.data + off, n);
-      if (!keep_mapped) release_pages(t.data + off, n);
+      if (!keep_mapped) f.release(t.data + off, n);
       st.done += n;
     }
     out[order[k]] = h.digest();
@@ -126,8 +126,8 @@ void verify_gguf_or_throw(const gguf::File& f, const Job& job) {
   fail(BRISK_ERR_CHECKSUM, msg);
 }
 
-void add_manifest(const std::string& in, const std::string& out, const Job& job) {
-  gguf::File f(in);
+void add_manifest(const std::string& in, const std::string& out, const Job& job, const MapOptions& input) {
+  gguf::File f(in, input);
   if (read_manifest(f)) verify_gguf_or_throw(f, job);  // refuse to bless damage
   gguf::Writer w;
   for (const auto& [key, value] : f.metadata())

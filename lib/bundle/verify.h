@@ -50,7 +50,7 @@ void verify_gguf_or_throw(const gguf::File& file, const Job& job = {});
 // Rewrites `in` (atomically, to `out`; out may equal in) with a fresh
 // manifest; its source hash is the XXH3-128 of the whole input file. A file
 // whose existing manifest does not verify is refused (BRISK_ERR_CHECKSUM):
-// re-hashing it would bless the damage.
-void add_manifest(const std::string& in, const std::string& out, const Job& job = {});
+// re-hashing it would bless the damage. `input`: how `in` is brought in.
+void add_manifest(const std::string& in, const std::string& out, const Job& job = {}, const MapOptions& input = {});
 
 }  // namespace brisk::bundle

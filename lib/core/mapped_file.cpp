@@ -59,7 +59,7 @@ void* read_whole(int fd, size_t size, const std::string& path) {
 
 }  // namespace
 
-MappedFile::MappedFile(const std::string& path, const MapOptions& options) : path_(path) {
+MappedFile::MappedFile(const std::string& path, const MapOptions& options) : path_(path), options_(options) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     fail(errno == ENOENT ? BRISK_ERR_NOT_FOUND : BRISK_ERR_IO,
@@ -107,6 +107,12 @@ void MappedFile::prefetch(size_t offset, size_t len) const {
   size_t start = offset & ~(page - 1);
   size_t end = offset + (len < size_ - offset ? len : size_ - offset);
   ::madvise(const_cast<uint8_t*>(data_) + start, end - start, MADV_WILLNEED);
+}
+
+void MappedFile::release(const void* p, size_t n) const { release_pages(p, n, options_); }
+
+void release_pages(const void* p, size_t n, const MapOptions& how) {
+  if (!how.read_into_memory) release_pages(p, n);
 }
 
 void release_pages(const void* p, size_t n) {

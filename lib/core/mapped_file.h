@@ -28,11 +28,15 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  const MapOptions& options() const { return options_; }
   // Ask the kernel to read ahead (MADV_WILLNEED) a range; purely advisory.
   void prefetch(size_t offset, size_t len) const;
+  // release_pages(p, n, options()): for a range of this file.
+  void release(const void* p, size_t n) const;
 
  private:
   std::string path_;
+  MapOptions options_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
@@ -40,7 +44,15 @@ class MappedFile {
 // Tells the kernel that [p, p + n) of a read-only mapping will not be read
 // again (MADV_DONTNEED on the whole pages inside the range), so streaming
 // through a large file keeps this process's resident memory small. The pages
-// stay in the page cache; reading them again just maps them back.
+// stay in the page cache; reading them again just maps them back. Anonymous
+// memory (a file read with read_into_memory) is freed instead and reads
+// back as zeros: there, use it only for bytes nobody reads again.
 void release_pages(const void* p, size_t n);
+
+// release_pages for bytes of a file brought in with `how`, safe when they
+// are read again (a converter's source hash after its tensors, pack's
+// compression after its checksum pass): a mapping's pages are released, a
+// copy read into memory is kept, since releasing it would lose the bytes.
+void release_pages(const void* p, size_t n, const MapOptions& how);
 
 }  // namespace brisk

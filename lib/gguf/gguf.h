@@ -89,6 +89,10 @@ class File {
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return map_.size(); }
   const uint8_t* file_data() const { return map_.data(); }
+  const MapOptions& map_options() const { return map_.options(); }
+  // Drops [p, p + n) of the file from resident memory where it can be read
+  // back (MappedFile::release).
+  void release(const void* p, size_t n) const { map_.release(p, n); }
   // Byte range [begin, end) of the header + metadata + tensor infos.
   uint64_t header_end() const { return header_end_; }
 

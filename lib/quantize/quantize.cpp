@@ -103,7 +103,7 @@ void quantize_rows(TensorType type, const float* src, uint8_t* dst, int64_t n_ro
 
 QuantizeResult quantize_model(const std::string& in_path, const std::string& out_path, const QuantizeOptions& o) {
   if (in_path == out_path) fail(BRISK_ERR_INVALID_ARGUMENT, "input and output are the same file");
-  gguf::File in(in_path);
+  gguf::File in(in_path, o.input);
   const Preset& preset = find_preset(o.preset);
   QuantizeResult res;
   res.tensors = plan_model(in, preset, o.plan);

@@ -29,6 +29,7 @@ struct QuantizeOptions {
   PlanOptions plan;
   const ImportanceMap* importance = nullptr;
   int n_threads = 0;  // 0: all cores
+  MapOptions input;   // how the input model is brought in (mlock, read into memory)
   // Extra metadata added after everything copied from the input (recipe,
   // calibration provenance). Called once with the writer.
   std::function<void(gguf::Writer&)> extra_metadata;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A program built against the newest brisk.h that calls a function of the
- * newest ABI minor (brisk_model_kernel_plan, added in 0.5). tests/package/
- * abi_refusal.sh runs it against this build's libbrisk (it works) and
- * against one that lacks the newest symbol version node (the loader must
- * refuse it before main). */
+ * newest ABI minor that added functions (brisk_model_kernel_plan, added in
+ * 0.5; 0.6 only grew option structs). tests/package/abi_refusal.sh runs it
+ * against this build's libbrisk (it works) and against one that lacks that
+ * symbol version node (the loader must refuse it before main). */
 #include <brisk/brisk.h>
 #include <stdio.h>
 

@@ -19,6 +19,7 @@
 #include "brisk/brisk.h"
 #include "commands.h"
 #include "common.h"
+#include "load_options.h"
 #include "serve/http.h"
 #include "serve/scheduler.h"
 
@@ -75,6 +76,7 @@ int cmd_serve(int argc, char** argv) {
   // clang-format on
   add_model_option(opts, "model (GGUF)");
   add_threads_option(opts);
+  add_load_options(opts);
   cxxopts::ParseResult args;
   int exit_code = 0;
   if (!parse_command("serve", opts, argc, argv, &args, &exit_code)) return exit_code;
@@ -105,6 +107,10 @@ int cmd_serve(int argc, char** argv) {
       max_tokens < 1 || !(timeout >= 0) || !(shutdown_timeout >= 0))
     return usage_error("-c, -t, --cache-slots, --max-queue, --timeout must not be negative; -b, --max-tokens must be positive");
   if (log_format != "json" && log_format != "text") return usage_error("--log-format is json or text");
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  std::string plan_cache;
+  if (!apply_load_options(args, &mo, &plan_cache)) return usage_error("--plan must be auto, fixed or measure");
   uint64_t max_body = 0;
   if (!parse_size(args["max-body"].as<std::string>(), &max_body)) return usage_error("bad --max-body");
   int32_t cache_k = 0, cache_v = 0;
@@ -184,7 +190,7 @@ int cmd_serve(int argc, char** argv) {
   };
   do {
     log.info("loading", {{"model", model_path}});
-    brisk_status st = brisk_model_open(model_path.c_str(), nullptr, &model);
+    brisk_status st = brisk_model_open(model_path.c_str(), &mo, &model);
     if (st != BRISK_OK) {
       fail_start(st, "cannot open the model");
       break;

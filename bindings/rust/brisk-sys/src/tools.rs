@@ -19,6 +19,10 @@ pub struct brisk_convert_options {
     pub abort_user_data: *mut c_void,
     pub log_fn: brisk_log_fn,
     pub log_user_data: *mut c_void,
+    /// Added in ABI 0.6: lock the input in RAM (mlock) while it is read.
+    pub mlock: i64,
+    /// Added in ABI 0.6: read the input into memory instead of mapping it.
+    pub no_mmap: i64,
 }
 
 #[repr(C)]
@@ -32,6 +36,10 @@ pub struct brisk_verify_options {
     pub abort_user_data: *mut c_void,
     pub mismatch_fn: brisk_mismatch_fn,
     pub mismatch_user_data: *mut c_void,
+    /// Added in ABI 0.6: lock the input in RAM (mlock) while it is read.
+    pub mlock: i64,
+    /// Added in ABI 0.6: read the input into memory instead of mapping it.
+    pub no_mmap: i64,
 }
 
 #[repr(C)]
@@ -47,6 +55,10 @@ pub struct brisk_pack_options {
     pub abort_user_data: *mut c_void,
     pub log_fn: brisk_log_fn,
     pub log_user_data: *mut c_void,
+    /// Added in ABI 0.6: lock the input in RAM (mlock) while it is read.
+    pub mlock: i64,
+    /// Added in ABI 0.6: read the input into memory instead of mapping it.
+    pub no_mmap: i64,
 }
 
 // ---- quantization, calibration and quality ------------------------------------------
@@ -75,6 +87,13 @@ pub struct brisk_quantize_options {
     pub eval_file: *const c_char,
     pub eval_on_calib: i32,
     pub eval_max_chunks: u32,
+    /// Added in ABI 0.4.
+    pub calibration_data: *const *const c_char,
+    pub n_calibration_data: usize,
+    /// Added in ABI 0.6: lock the input in RAM (mlock) while it is read.
+    pub mlock: i64,
+    /// Added in ABI 0.6: read the input into memory instead of mapping it.
+    pub no_mmap: i64,
 }
 
 #[repr(C)]
@@ -96,6 +115,10 @@ pub struct brisk_calibrate_options {
     pub abort_user_data: *mut c_void,
     pub log_fn: brisk_log_fn,
     pub log_user_data: *mut c_void,
+    /// Added in ABI 0.6: lock the input in RAM (mlock) while it is read.
+    pub mlock: i64,
+    /// Added in ABI 0.6: read the input into memory instead of mapping it.
+    pub no_mmap: i64,
 }
 
 pub const BRISK_PPL_CHUNK_REPLACE_BOS: i32 = 0;
