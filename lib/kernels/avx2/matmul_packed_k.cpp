@@ -98,20 +98,37 @@ struct Q4KTile : KTile {
       __m256i sumi[NH][C], summ[NH][C];
       for (int i = 0; i < NH; ++i)
         for (int c = 0; c < C; ++c) sumi[i][c] = summ[i][c] = _mm256_setzero_si256();
-      _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) {
+      for (int s = 0; s < 8; ++s) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
         __m256i dot[NH][C];
-        for (int i = 0; i < NH; ++i)
-          for (int c = 0; c < C; ++c) dot[i][c] = _mm256_setzero_si256();
-        for (int m = 0; m < 8; ++m) {
-          __m256i q[NH];
-          for (int i = 0; i < NH; ++i) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * (h0 + i)));
-            q[i] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
+        if constexpr (NH == 1) {
+          // One half: its 8 slices stay in registers while every column
+          // passes over them.
+          __m256i q[8];
+          for (int m = 0; m < 8; ++m) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * h0));
+            q[m] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
           }
           for (int c = 0; c < C; ++c) {
-            const __m256i x = _mm256_set1_epi32(load_i32(a[c][b].qs + 32 * s + 4 * m));
-            for (int i = 0; i < NH; ++i) dot[i][c] = _mm256_add_epi16(dot[i][c], _mm256_maddubs_epi16(q[i], x));
+            const int8_t* x = a[c][b].qs + 32 * s;
+            __m256i d = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(x)));
+            for (int m = 1; m < 8; ++m)
+              d = _mm256_add_epi16(d, _mm256_maddubs_epi16(q[m], _mm256_set1_epi32(load_i32(x + 4 * m))));
+            dot[0][c] = d;
+          }
+        } else {
+          for (int i = 0; i < NH; ++i)
+            for (int c = 0; c < C; ++c) dot[i][c] = _mm256_setzero_si256();
+          for (int m = 0; m < 8; ++m) {
+            __m256i q[NH];
+            for (int i = 0; i < NH; ++i) {
+              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * (h0 + i)));
+              q[i] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
+            }
+            for (int c = 0; c < C; ++c) {
+              const __m256i x = _mm256_set1_epi32(load_i32(a[c][b].qs + 32 * s + 4 * m));
+              for (int i = 0; i < NH; ++i) dot[i][c] = _mm256_add_epi16(dot[i][c], _mm256_maddubs_epi16(q[i], x));
+            }
           }
         }
         for (int i = 0; i < NH; ++i) {
