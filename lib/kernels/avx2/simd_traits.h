@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// The AVX2 vector: 8 float lanes in a ymm, as the operations the
+// width-generic kernels of kernels/simd/ are written in. Included only by
+// files under avx2/, so every template instantiated with it is compiled
+// with this folder's flags; it lives in an anonymous namespace, like those
+// templates, so nothing here has external linkage (common.h: ODR).
+#pragma once
+#include "kernels/avx2/common.h"
+
+namespace brisk::kernels::avx2 {
+namespace {
+
+struct Vec {
+  static constexpr int kLanes = 8;
+  using F = __m256;   // kLanes floats
+  using I = __m256i;  // the same bits as integers
+  // Lanes [0, n) of a tail: an all-ones int32 lane each, as maskload takes.
+  using Mask = __m256i;
+
+  static F zero() { return _mm256_setzero_ps(); }
+  static F set1(float x) { return _mm256_set1_ps(x); }
+  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static float hsum(F v) { return avx2::hsum(v); }
+
+  static Mask tail_mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  // Lanes past the mask read as 0 and touch no memory.
+  static F load_tail(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+
+  // kLanes fp16 / bf16 values as floats (exact); the tails read n < kLanes
+  // values. 16-bit tails have no masked load in AVX2: they are copied into
+  // a zeroed buffer.
+  static __m128i load_u16_tail(const uint16_t* p, int64_t n) {
+    uint16_t buf[8] = {};
+    std::memcpy(buf, p, static_cast<size_t>(n) * 2);
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf));
+  }
+  static F load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F load_f16_tail(const uint16_t* p, int64_t n, Mask) { return _mm256_cvtph_ps(load_u16_tail(p, n)); }
+  // bf16 is the top half of an f32: zero-extend and shift.
+  static F widen_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  static F load_bf16(const uint16_t* p) { return widen_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F load_bf16_tail(const uint16_t* p, int64_t n, Mask) { return widen_bf16(load_u16_tail(p, n)); }
+  // kLanes floats to fp16, round to nearest even (bit-exact with core/fp16.h).
+  static void store_f16(uint16_t* p, F v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  // kLanes int8 as floats.
+  static F load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static float h2f(uint16_t h) { return avx2::h2f(h); }
+  static uint16_t f2h(float f) { return avx2::f2h(f); }
+
+  // 64-bit integer lanes (read_sum).
+  static I zero_i() { return _mm256_setzero_si256(); }
+  static I load_i(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I add_u64(I a, I b) { return _mm256_add_epi64(a, b); }
+  static uint64_t hsum_u64(I v) {
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  }
+};
+
+}  // namespace
+}  // namespace brisk::kernels::avx2
