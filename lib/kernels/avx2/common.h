@@ -147,11 +147,6 @@ static inline float q8_block(const float* x, __m256i* q, int* sum) {
   return d;
 }
 
-// Bytes ahead of the current weight position to prefetch.
-static inline size_t prefetch_distance(int ncols, size_t w_stride) {
-  return ncols == 1 ? size_t{4096} : 8 * w_stride;
-}
-
 // A per-thread scratch buffer, 64-byte aligned, grown on demand and never
 // shrunk (gemm calls on a worker thread reuse it). Plain malloc/free so that
 // no std:: template is instantiated with AVX2 flags (see above).

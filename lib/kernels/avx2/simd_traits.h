@@ -26,6 +26,10 @@ struct Vec {
   static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static float hsum(F v) { return avx2::hsum(v); }
 
+  // Aligned (the repacked activations of simd/q_tiles.h).
+  static F load_aligned(const float* p) { return _mm256_load_ps(p); }
+  static I load_i_aligned(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
+
   static Mask tail_mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
@@ -66,6 +70,13 @@ struct Vec {
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
     return lanes[0] + lanes[1] + lanes[2] + lanes[3];
   }
+
+  // The 32-weight block tiles (simd/q_tiles.h): blocks per vector, one per
+  // 128-bit lane.
+  static constexpr int kQBlocks = 2;
+  static F cvt_i32(I v) { return _mm256_cvtepi32_ps(v); }
+  static F cast_f(I v) { return _mm256_castsi256_ps(v); }
+  static void* scratch(size_t bytes) { return avx2::scratch(bytes); }
 };
 
 }  // namespace

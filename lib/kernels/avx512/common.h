@@ -152,11 +152,6 @@ static inline __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(y, n);
 }
 
-// Bytes ahead of the current weight position to prefetch.
-static inline size_t prefetch_distance(int ncols, size_t w_stride) {
-  return ncols == 1 ? size_t{4096} : 8 * w_stride;
-}
-
 // A per-thread scratch buffer, 64-byte aligned, grown on demand and never
 // shrunk (gemm calls on a worker thread reuse it). Plain malloc/free so that
 // no std:: template is instantiated with AVX-512 flags (see above).

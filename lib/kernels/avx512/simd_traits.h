@@ -25,6 +25,10 @@ struct Vec {
   static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static float hsum(F v) { return avx512::hsum(v); }
 
+  // Aligned (the repacked activations of simd/q_tiles.h).
+  static F load_aligned(const float* p) { return _mm512_load_ps(p); }
+  static I load_i_aligned(const void* p) { return _mm512_load_si512(p); }
+
   static Mask tail_mask(int64_t n) { return lane_mask(n); }
   // Lanes past the mask read as 0 and touch no memory.
   static F load_tail(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
@@ -53,6 +57,13 @@ struct Vec {
   static I load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static I add_u64(I a, I b) { return _mm512_add_epi64(a, b); }
   static uint64_t hsum_u64(I v) { return _mm512_reduce_add_epi64(v); }
+
+  // The 32-weight block tiles (simd/q_tiles.h): blocks per vector, one per
+  // 128-bit lane.
+  static constexpr int kQBlocks = 4;
+  static F cvt_i32(I v) { return _mm512_cvtepi32_ps(v); }
+  static F cast_f(I v) { return _mm512_castsi512_ps(v); }
+  static void* scratch(size_t bytes) { return avx512::scratch(bytes); }
 };
 
 }  // namespace
