@@ -77,6 +77,60 @@ struct Vec {
   static F cvt_i32(I v) { return _mm256_cvtepi32_ps(v); }
   static F cast_f(I v) { return _mm256_castsi256_ps(v); }
   static void* scratch(size_t bytes) { return avx2::scratch(bytes); }
+
+  // Attention (simd/attend.h).
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F div(F a, F b) { return _mm256_div_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  // The masked lanes of p, fill elsewhere.
+  static F load_tail_or(const float* p, Mask m, F fill) {
+    return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+  }
+  static F zero_outside(F v, Mask m) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }
+  static void store_tail(float* p, Mask m, F v) { _mm256_maskstore_ps(p, m, v); }
+  // Lane l takes lane (l + s) mod kLanes.
+  static F rotate_lanes(F v, int s) {
+    const __m256i idx = _mm256_and_si256(_mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(s)),
+                                         _mm256_set1_epi32(7));
+    return _mm256_permutevar8x32_ps(v, idx);
+  }
+  // e^x for x <= 0 (softmax arguments), as avx512's exp512: 2^n * p(r).
+  static F exp_nonpos(F x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    const __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    // 2^n for n in [-126, 0]: the exponent field.
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  }
+  // 8 scores (one per head) as one vector.
+  using F8 = __m256;
+  static F8 set1_8(float x) { return _mm256_set1_ps(x); }
+  static F8 mul8(F8 a, F8 b) { return _mm256_mul_ps(a, b); }
+  static void store8(float* p, F8 v) { _mm256_storeu_ps(p, v); }
+  static void store8_first(float* p, F8 v, int n) { _mm256_maskstore_ps(p, tail_mask(n), v); }
+  // The 8 horizontal sums of a[0..7], in order.
+  static F8 reduce8(const F (&a)[8]) {
+    const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+    const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+    const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    // u0 lane-half h holds a0..a3's sums over half h; u1 those of a4..a7.
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+  }
+  // The values' register block: 4 value vectors and 2 heads' 4 output
+  // vectors (two heads: half a load per FMA, where one head's 8 vectors took
+  // one each and ran at half the speed).
+  static constexpr int kValueVectors = 4;
+  static constexpr int kValueAccumulators = 8;
 };
 
 }  // namespace

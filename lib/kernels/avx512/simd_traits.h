@@ -64,6 +64,52 @@ struct Vec {
   static F cvt_i32(I v) { return _mm512_cvtepi32_ps(v); }
   static F cast_f(I v) { return _mm512_castsi512_ps(v); }
   static void* scratch(size_t bytes) { return avx512::scratch(bytes); }
+
+  // Attention (simd/attend.h).
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  // The masked lanes of p, fill elsewhere.
+  static F load_tail_or(const float* p, Mask m, F fill) { return _mm512_mask_loadu_ps(fill, m, p); }
+  static F zero_outside(F v, Mask m) { return _mm512_maskz_mov_ps(m, v); }
+  static void store_tail(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
+  // Lane l takes lane (l + s) mod kLanes.
+  static F rotate_lanes(F v, int s) {
+    const __m512i idx = _mm512_and_si512(
+        _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(s)),
+        _mm512_set1_epi32(15));
+    return _mm512_permutexvar_ps(idx, v);
+  }
+  static F exp_nonpos(F x) { return exp512(x); }
+  // 8 scores (one per head) as one vector.
+  using F8 = __m256;
+  static F8 set1_8(float x) { return _mm256_set1_ps(x); }
+  static F8 mul8(F8 a, F8 b) { return _mm256_mul_ps(a, b); }
+  static void store8(float* p, F8 v) { _mm256_storeu_ps(p, v); }
+  static void store8_first(float* p, F8 v, int n) { _mm256_mask_storeu_ps(p, static_cast<__mmask8>((1u << n) - 1), v); }
+  // The 8 horizontal sums of a[0..7], in order.
+  static F8 reduce8(const F (&a)[8]) {
+    // Per 128-bit lane, pairs then quads of vectors: lane l of s0123 holds
+    // lane l's partial sums of a0..a3.
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]), _mm512_unpackhi_ps(a[0], a[1]));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]), _mm512_unpackhi_ps(a[2], a[3]));
+    const __m512 s45 = _mm512_add_ps(_mm512_unpacklo_ps(a[4], a[5]), _mm512_unpackhi_ps(a[4], a[5]));
+    const __m512 s67 = _mm512_add_ps(_mm512_unpacklo_ps(a[6], a[7]), _mm512_unpackhi_ps(a[6], a[7]));
+    const __m512 s0123 = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                       _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 s4567 = _mm512_add_ps(_mm512_shuffle_ps(s45, s67, _MM_SHUFFLE(1, 0, 1, 0)),
+                                       _mm512_shuffle_ps(s45, s67, _MM_SHUFFLE(3, 2, 3, 2)));
+    // Then across the four lanes.
+    const __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(s0123, s4567, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(s0123, s4567, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_castps512_ps256(u);
+  }
+  // The values' register block: a whole output row of up to 8 vectors
+  // (head_dim 128) and 16 accumulators (4 heads of 64, 2 of 128).
+  static constexpr int kValueVectors = 8;
+  static constexpr int kValueAccumulators = 16;
 };
 
 }  // namespace
