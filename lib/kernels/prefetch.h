@@ -43,6 +43,12 @@ static inline void touch_pages_ahead(const uint8_t* p, size_t bytes) {
     _mm_prefetch(reinterpret_cast<const char*>(page), _MM_HINT_T2);
 }
 
+// Bytes ahead of the current weight position that the row-major kernels
+// prefetch: a few KB in decode, the next row groups otherwise (see below).
+static inline size_t prefetch_distance(int ncols, size_t w_stride) {
+  return ncols == 1 ? size_t{4096} : 8 * w_stride;
+}
+
 // Prefetches the cache lines of [p, p + Bytes). Decode (one column) walks
 // the rows one after another, a single linear stream that the hardware
 // prefetcher follows well; reading 2 or 4 rows side by side instead cut

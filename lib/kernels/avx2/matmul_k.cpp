@@ -13,6 +13,11 @@
 // Loop order in a tile: super-block, row, 32-weight vector, column. A vector
 // is unpacked once and used for every column; per-column int sums stay in
 // registers (16 ymm allow 2 rows x 3 columns).
+//
+// Hand-written, not a width-generic template (kernels/simd/): the AVX-512
+// tile unpacks a whole super-block into registers and reuses it for every
+// column, which 16 ymm cannot hold next to the sums; and its unpacking
+// (vpermw, masked shifts and adds) has no AVX2 form of the same shape.
 #include "kernels/avx2/common.h"
 #include "quant/blocks.h"
 

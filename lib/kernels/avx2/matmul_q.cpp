@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: MIT
 // AVX2 kernels for the 32-weight block types: Q8_0 and Q4_0 (against Q8_0
-// activations) and Q4_1 (against Q8_1).
-//
-// Same lane layout as the AVX-512 kernels (see avx512/matmul_q.cpp), two
-// blocks per ymm: block j sits in 128-bit lane j, int32 slot s of a lane sums
-// weights 4s..4s+3 of the block's first half and of its second half. That way
-// one int->float convert and one FMA serve two blocks per (row, column).
+// activations) and Q4_1 (against Q8_1). The tiles are simd/q_tiles.h's,
+// in its lane layout with two blocks per ymm; this file holds what is
+// AVX2's own: the activation repacking, the weight loaders and the dot step.
 //
 // Without VNNI the byte products are vpmaddubsw (u8 x s8 -> pairs of int16,
 // saturating) + vpmaddwd with ones (-> int32):
@@ -15,7 +12,8 @@
 //    partial sums), computed once when the activations are repacked.
 //  - Q8_0: |w| x sign(a, w) (ggml's trick) keeps each pair within int16;
 //    the halves are widened separately since their sum could overflow.
-#include "kernels/avx2/common.h"
+#include "kernels/avx2/simd_traits.h"
+#include "kernels/simd/q_tiles.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx2 {
@@ -25,16 +23,10 @@ using quant::BlockQ8_1;
 
 namespace {
 
-// One column's activations for 2 blocks, in lane layout.
-struct alignas(32) ActGroup {
-  int8_t lo[32];     // block j's qs[0..15] at 16j
-  int8_t hi[32];     // block j's qs[16..31] at 16j
-  float d[8];        // block j's scale in slots 4j..4j+3
-  int32_t extra[8];  // Q4_0: int32 offset correction; Q4_1: float s at slot 4j, 0 elsewhere
-};
+using ActGroup = simd::QActGroup<Vec>;
 static_assert(sizeof(ActGroup) == 128);
 
-enum class Kind { q8_0, q4_0, q4_1 };
+using Kind = simd::QKind;
 
 // Repacks one column of nb activation blocks into ngroups ActGroups (the
 // last group zero-padded: zero activations and scales add nothing).
@@ -75,12 +67,7 @@ void pack_column(const uint8_t* src, int64_t nb, ActGroup* dst) {
   }
 }
 
-// One weight row's 2 blocks: bytes in lane layout (unsigned nibbles for Q4,
-// signed for Q8_0) and the per-slot scales (and minimum for Q4_1).
-struct WGroup {
-  __m256i lo, hi;
-  __m256 d, m;
-};
+using WGroup = simd::QWeights<Vec>;
 
 inline __m256 two_scales(float d0, float d1) { return _mm256_set_m128(_mm_set1_ps(d1), _mm_set1_ps(d0)); }
 
@@ -99,7 +86,7 @@ inline void split_nibbles(__m128i b0, __m128i b1, WGroup& g) {
 struct Q4_0W {
   static constexpr int kBlockBytes = 18;
   template <bool Tail>
-  static WGroup load(const uint8_t* p) {
+  static WGroup load(const uint8_t* p, int /*nbl: 1 when Tail*/) {
     WGroup g;
     split_nibbles(load128(p + 2), Tail ? _mm_setzero_si128() : load128(p + 20), g);
     g.d = two_scales(h2f(load_u16(p)), Tail ? 0.0f : h2f(load_u16(p + 18)));
@@ -111,7 +98,7 @@ struct Q4_0W {
 struct Q4_1W {
   static constexpr int kBlockBytes = 20;
   template <bool Tail>
-  static WGroup load(const uint8_t* p) {
+  static WGroup load(const uint8_t* p, int /*nbl: 1 when Tail*/) {
     WGroup g;
     split_nibbles(load128(p + 4), Tail ? _mm_setzero_si128() : load128(p + 24), g);
     g.d = two_scales(h2f(load_u16(p)), Tail ? 0.0f : h2f(load_u16(p + 20)));
@@ -123,7 +110,7 @@ struct Q4_1W {
 struct Q8_0W {
   static constexpr int kBlockBytes = 34;
   template <bool Tail>
-  static WGroup load(const uint8_t* p) {
+  static WGroup load(const uint8_t* p, int /*nbl: 1 when Tail*/) {
     const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
     const __m256i y1 = Tail ? _mm256_setzero_si256() : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36));
     WGroup g;
@@ -135,92 +122,34 @@ struct Q8_0W {
   }
 };
 
-template <typename W, Kind K>
-struct QTile {
-  int64_t ngroups;
-  bool odd;  // last group has one block
-  const uint8_t* w;
-  size_t w_stride;
-  const ActGroup* act;  // ngroups per column, columns c_base, c_base + 1, ...
-  int c_base;
-  float* out;
-  size_t out_stride;
-  size_t pf_dist;  // prefetch this many bytes ahead of each row (next rows)
-
-  template <int R, int C, bool Tail>
-  inline void step(const uint8_t* const* wr, const ActGroup* const* ac, int64_t g, __m256 (&acc)[R][C]) const {
-    WGroup wg[R];
-    for (int r = 0; r < R; ++r) {
-      prefetch_bytes<2 * W::kBlockBytes>(wr[r] + pf_dist + g * 2 * W::kBlockBytes);
-      wg[r] = W::template load<Tail>(wr[r] + g * 2 * W::kBlockBytes);
-    }
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    for (int c = 0; c < C; ++c) {
-      const ActGroup& a = ac[c][g];
-      const __m256i alo = _mm256_load_si256(reinterpret_cast<const __m256i*>(a.lo));
-      const __m256i ahi = _mm256_load_si256(reinterpret_cast<const __m256i*>(a.hi));
-      const __m256 ad = _mm256_load_ps(a.d);
-      for (int r = 0; r < R; ++r) {
-        __m256i i;
-        if constexpr (K == Kind::q8_0) {
-          const __m256i plo = _mm256_maddubs_epi16(_mm256_sign_epi8(wg[r].lo, wg[r].lo), _mm256_sign_epi8(alo, wg[r].lo));
-          const __m256i phi = _mm256_maddubs_epi16(_mm256_sign_epi8(wg[r].hi, wg[r].hi), _mm256_sign_epi8(ahi, wg[r].hi));
-          i = _mm256_add_epi32(_mm256_madd_epi16(plo, ones16), _mm256_madd_epi16(phi, ones16));
-        } else {
-          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wg[r].lo, alo), _mm256_maddubs_epi16(wg[r].hi, ahi));
-          i = _mm256_madd_epi16(p, ones16);
-          if constexpr (K == Kind::q4_0)
-            i = _mm256_add_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.extra)));
-        }
-        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(wg[r].d, ad), acc[r][c]);
-        if constexpr (K == Kind::q4_1)
-          acc[r][c] = _mm256_fmadd_ps(wg[r].m, _mm256_load_ps(reinterpret_cast<const float*>(a.extra)), acc[r][c]);
-      }
-    }
+// The ISA's pieces of simd::gemm_q.
+struct QOps {
+  template <Kind K>
+  static void pack_column(const uint8_t* src, int64_t nb, ActGroup* dst) {
+    avx2::pack_column<K>(src, nb, dst);
   }
-
-  template <int R, int C>
-  void run(int r0, int c0) {
-    const uint8_t* wr[R];
-    const ActGroup* ac[C];
-    for (int r = 0; r < R; ++r) wr[r] = w + static_cast<size_t>(r0 + r) * w_stride;
-    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c - c_base) * ngroups;
-    __m256 acc[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-    const int64_t full = odd ? ngroups - 1 : ngroups;
-    for (int64_t g = 0; g < full; ++g) step<R, C, false>(wr, ac, g, acc);
-    if (odd) step<R, C, true>(wr, ac, full, acc);
-    for (int c = 0; c < C; ++c)
-      for (int r = 0; r < R; ++r) out[static_cast<size_t>(c0 + c) * out_stride + r0 + r] = hsum(acc[r][c]);
+  // The int32 sums of one row's 2 blocks against one column's.
+  template <Kind K>
+  static __m256i dot(const WGroup& w, __m256i alo, __m256i ahi, __m256i extra) {
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    if constexpr (K == Kind::q8_0) {
+      const __m256i plo = _mm256_maddubs_epi16(_mm256_sign_epi8(w.lo, w.lo), _mm256_sign_epi8(alo, w.lo));
+      const __m256i phi = _mm256_maddubs_epi16(_mm256_sign_epi8(w.hi, w.hi), _mm256_sign_epi8(ahi, w.hi));
+      return _mm256_add_epi32(_mm256_madd_epi16(plo, ones16), _mm256_madd_epi16(phi, ones16));
+    } else {
+      const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, alo), _mm256_maddubs_epi16(w.hi, ahi));
+      const __m256i i = _mm256_madd_epi16(p, ones16);
+      if constexpr (K == Kind::q4_0) return _mm256_add_epi32(i, extra);
+      return i;
+    }
   }
 };
 
-constexpr int kColChunk = 32;
-
+// Tiles of 2 rows x 3 columns, as many as 16 ymm registers hold.
 template <typename W, Kind K>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
             int ncols, float* out, size_t out_stride) {
-  const int64_t nb = k / 32;
-  const int64_t ngroups = (nb + 1) / 2;
-  // Columns are repacked kColChunk at a time so the packed activations stay
-  // cache-sized however large the batch is.
-  const int chunk = ncols < kColChunk ? ncols : kColChunk;
-  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
-  QTile<W, K> t{ngroups, nb % 2 == 1, static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
-                prefetch_distance(ncols, w_stride)};
-  for (int c0 = 0; c0 < ncols; c0 += chunk) {
-    const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
-    for (int c = c0; c < c1; ++c)
-      pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
-                     packed + static_cast<size_t>(c - c0) * ngroups);
-    t.c_base = c0;
-    if (ncols == 1) {
-      for_each_tile<1, 1>(t, nrows, c0, c1, w_stride);
-    } else {
-      for_each_tile<2, 3>(t, nrows, c0, c1, w_stride);
-    }
-  }
+  simd::gemm_q<Vec, QOps, W, K, 2, 3>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 
 }  // namespace

@@ -16,6 +16,10 @@
 // Rows outer, columns inner: a row's super-block is unpacked once into
 // registers and reused for every column of the tile; activations are memory
 // operands (L1-resident, 292 bytes per column per super-block).
+//
+// Hand-written, not a width-generic template (kernels/simd/): AVX2's tile
+// (avx2/matmul_k.cpp) is shaped by its 16 registers, unpacking 32 weights
+// at a time inside the column loop.
 #include "kernels/avx512/common.h"
 #include "quant/blocks.h"
 

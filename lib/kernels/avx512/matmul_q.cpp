@@ -2,25 +2,17 @@
 // AVX-512 VNNI kernels for the 32-weight block types: Q8_0 and Q4_0 (against
 // Q8_0 activations) and Q4_1 (against Q8_1).
 //
-// Layout: blocks are handled four at a time ("a group"), one block per 128-bit
-// lane. Within a lane, int32 slot s accumulates weights 4s..4s+3 of the first
-// half of the block plus 4s..4s+3 of the second half (two vpdpbusd). Keeping a
-// block inside one lane means each group needs only one int->float convert and
-// one FMA per (row, column) for four blocks, instead of one per block or per
-// two blocks as in a row-major layout: the float work, not vpdpbusd, is what
-// limits a tile otherwise.
+// The tiles are simd/q_tiles.h's, in its lane layout with four blocks per
+// zmm ("a group"); this file holds what is AVX-512's own: the activation
+// repacking, the weight loaders (vpermw gathers) and the VNNI dot step.
 //
 // vpdpbusd multiplies unsigned by signed bytes. The weights are made the
 // unsigned side: Q4 nibbles already are (0..15), Q8_0 weights get +128. The
 // offset (8 or 128 times the activation sum) is subtracted by starting each
 // block's int32 accumulator at -offset * (partial sums of the activations),
 // which is computed once per column when the activations are repacked.
-//
-// Repacking: the gemm first rewrites each activation column into the lane
-// layout (first halves of 4 blocks, second halves, scales widened to the 4
-// slots, the offset correction). It is O(k) per column and amortised over all
-// rows of the tile; the kernel's inner loop then reads only aligned vectors.
-#include "kernels/avx512/common.h"
+#include "kernels/avx512/simd_traits.h"
+#include "kernels/simd/q_tiles.h"
 #include "quant/blocks.h"
 
 #include <type_traits>
@@ -34,16 +26,10 @@ using quant::BlockQ8_1;
 
 namespace {
 
-// One column's activations for 4 blocks, in lane layout.
-struct alignas(64) ActGroup {
-  int8_t lo[64];      // block j's qs[0..15] at 16j
-  int8_t hi[64];      // block j's qs[16..31] at 16j
-  float d[16];        // block j's scale in slots 4j..4j+3
-  int32_t extra[16];  // Q4_0/Q8_0: int32 offset correction; Q4_1: float s at slot 4j, 0 elsewhere
-};
+using ActGroup = simd::QActGroup<Vec>;
 static_assert(sizeof(ActGroup) == 256);
 
-enum class Kind { q8_0, q4_0, q4_1 };
+using Kind = simd::QKind;
 
 // Repacks one column of nb activation blocks into ngroups ActGroups (the
 // last group zero-padded: zero activations and scales add nothing). Runs once
@@ -87,12 +73,7 @@ void pack_column(const uint8_t* src, int64_t nb, ActGroup* dst) {
   }
 }
 
-// One weight row's 4 blocks, unpacked: unsigned bytes in lane layout and the
-// per-slot scales (and for Q4_1 the per-slot minimum).
-struct WGroup {
-  __m512i lo, hi;
-  __m512 d, m;
-};
+using WGroup = simd::QWeights<Vec>;
 
 // Word indices for vpermw/vpermt2w (16-bit granularity is enough because
 // every block starts on an even byte). Index bit 5 picks the second source.
@@ -214,85 +195,28 @@ struct Q8_0W {
   }
 };
 
-template <typename W, Kind K>
-struct QTile {
-  int64_t ngroups;
-  int last_nbl;  // blocks in the last group (1..4)
-  const uint8_t* w;
-  size_t w_stride;
-  const ActGroup* act;  // ngroups per column, columns c_base, c_base + 1, ...
-  int c_base;
-  float* out;
-  size_t out_stride;
-  size_t pf_dist;  // prefetch this many bytes ahead of each row (next rows)
-
-  template <int R, int C, bool Tail>
-  inline void step(const uint8_t* const* wr, const ActGroup* const* ac, int64_t g, int nbl,
-                   __m512 (&acc)[R][C]) const {
-    WGroup wg[R];
-    for (int r = 0; r < R; ++r) {
-      prefetch_bytes<4 * W::kBlockBytes>(wr[r] + pf_dist + g * 4 * W::kBlockBytes);
-      wg[r] = W::template load<Tail>(wr[r] + g * 4 * W::kBlockBytes, nbl);
-    }
-    for (int c = 0; c < C; ++c) {
-      const ActGroup& a = ac[c][g];
-      const __m512i alo = _mm512_load_si512(a.lo);
-      const __m512i ahi = _mm512_load_si512(a.hi);
-      const __m512 ad = _mm512_load_ps(a.d);
-      const __m512i ax = _mm512_load_si512(a.extra);
-      for (int r = 0; r < R; ++r) {
-        __m512i i = K == Kind::q4_1 ? _mm512_setzero_si512() : ax;
-        i = _mm512_dpbusd_epi32(i, wg[r].lo, alo);
-        i = _mm512_dpbusd_epi32(i, wg[r].hi, ahi);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(wg[r].d, ad), acc[r][c]);
-        if constexpr (K == Kind::q4_1)
-          acc[r][c] = _mm512_fmadd_ps(wg[r].m, _mm512_castsi512_ps(ax), acc[r][c]);
-      }
-    }
+// The ISA's pieces of simd::gemm_q.
+struct QOps {
+  template <Kind K>
+  static void pack_column(const uint8_t* src, int64_t nb, ActGroup* dst) {
+    avx512::pack_column<K>(src, nb, dst);
   }
-
-  template <int R, int C>
-  void run(int r0, int c0) {
-    const uint8_t* wr[R];
-    const ActGroup* ac[C];
-    for (int r = 0; r < R; ++r) wr[r] = w + static_cast<size_t>(r0 + r) * w_stride;
-    for (int c = 0; c < C; ++c) ac[c] = act + static_cast<size_t>(c0 + c - c_base) * ngroups;
-    __m512 acc[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-    const int64_t full = last_nbl == 4 ? ngroups : ngroups - 1;
-    for (int64_t g = 0; g < full; ++g) step<R, C, false>(wr, ac, g, 4, acc);
-    if (full < ngroups) step<R, C, true>(wr, ac, full, last_nbl, acc);
-    for (int c = 0; c < C; ++c)
-      for (int r = 0; r < R; ++r) out[static_cast<size_t>(c0 + c) * out_stride + r0 + r] = hsum(acc[r][c]);
+  // The int32 sums of one row's 4 blocks against one column's: two
+  // vpdpbusd from the offset correction (Q4_1 has none: its minimum is a
+  // float term).
+  template <Kind K>
+  static __m512i dot(const WGroup& w, __m512i alo, __m512i ahi, __m512i extra) {
+    __m512i i = K == Kind::q4_1 ? _mm512_setzero_si512() : extra;
+    i = _mm512_dpbusd_epi32(i, w.lo, alo);
+    return _mm512_dpbusd_epi32(i, w.hi, ahi);
   }
 };
 
-constexpr int kColChunk = 32;
-
+// Tiles of 4 rows x 4 columns: 16 accumulators.
 template <typename W, Kind K>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
             int ncols, float* out, size_t out_stride) {
-  const int64_t nb = k / 32;
-  const int64_t ngroups = (nb + 3) / 4;
-  // Columns are repacked kColChunk at a time so the packed activations stay
-  // cache-sized however large the batch is.
-  const int chunk = ncols < kColChunk ? ncols : kColChunk;
-  auto* packed = static_cast<ActGroup*>(scratch(static_cast<size_t>(ngroups) * chunk * sizeof(ActGroup)));
-  QTile<W, K> t{ngroups, static_cast<int>(nb - (ngroups - 1) * 4), static_cast<const uint8_t*>(w), w_stride, packed, 0, out, out_stride,
-                prefetch_distance(ncols, w_stride)};
-  for (int c0 = 0; c0 < ncols; c0 += chunk) {
-    const int c1 = ncols - c0 < chunk ? ncols : c0 + chunk;
-    for (int c = c0; c < c1; ++c)
-      pack_column<K>(static_cast<const uint8_t*>(act) + static_cast<size_t>(c) * act_stride, nb,
-                     packed + static_cast<size_t>(c - c0) * ngroups);
-    t.c_base = c0;
-    if (ncols == 1) {
-      for_each_tile<1, 1>(t, nrows, c0, c1, w_stride);
-    } else {
-      for_each_tile<4, 4>(t, nrows, c0, c1, w_stride);
-    }
-  }
+  simd::gemm_q<Vec, QOps, W, K, 4, 4>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 
 }  // namespace
