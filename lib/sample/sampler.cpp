@@ -79,6 +79,28 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
     return cand_[best].second;
   }
 
+  // No filter (top-k off, top-p 1, min-p 0, as OpenAI-style requests ask by
+  // default): the draw needs no order, so the whole vocabulary is not sorted
+  // for every token (that sort, on the thread that runs the engine's steps,
+  // cost more than a decode step's share of the matmuls). The same seed
+  // still gives the same text.
+  if ((p_.top_k <= 0 || static_cast<size_t>(p_.top_k) >= cand_.size()) && p_.top_p >= 1.0f && p_.min_p <= 0.0f) {
+    float mx = cand_[0].first;
+    for (const auto& c : cand_) mx = std::max(mx, c.first);
+    std::vector<double>& prob = prob_;
+    prob.resize(cand_.size());
+    double total = 0;
+    for (size_t i = 0; i < cand_.size(); ++i)
+      total += prob[i] = std::exp((static_cast<double>(cand_[i].first) - mx) / p_.temperature);
+    const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total;
+    double acc = 0;
+    for (size_t i = 0; i < cand_.size(); ++i) {
+      acc += prob[i];
+      if (u < acc) return cand_[i].second;
+    }
+    return cand_.back().second;
+  }
+
   auto by_logit = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
