@@ -15,14 +15,6 @@
 
 namespace brisk::test {
 
-inline std::string file_bytes(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-inline void write_bytes(const std::string& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 inline int append_text(void* ud, int32_t, const char* text, size_t len) {
   static_cast<std::string*>(ud)->append(text, len);

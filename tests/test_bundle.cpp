@@ -94,7 +94,7 @@ TEST_CASE("manifest: converted and synthetic models verify, a model without one 
 
 TEST_CASE("manifest: flipping any sampled byte makes verify fail and name the place", "[bundle]") {
   BRISK_TEST_FILE(dir, "models/stories260K-hf-f16");
-  const std::string good = test::file_bytes(converted_model());
+  const std::string good = test::read_bytes(converted_model());
   gguf::File f(converted_model());
   const std::string path = (scratch_dir() / "flipped.gguf").string();
   auto flip_and_verify = [&](uint64_t pos) {
@@ -151,7 +151,7 @@ TEST_CASE("manifest: brisk_model_open with verify reports a damaged tensor by na
 
   gguf::File f(converted_model());
   const gguf::TensorInfo* t = f.find_tensor("blk.1.ffn_up.weight");
-  std::string b = test::file_bytes(converted_model());
+  std::string b = test::read_bytes(converted_model());
   b[f.data_offset() + t->offset + 100] ^= 1;
   const std::string bad = (scratch_dir() / "bad-open.gguf").string();
   test::write_bytes(bad, b);
@@ -184,7 +184,7 @@ TEST_CASE("manifest: add-manifest gives a plain GGUF one, keeping every tensor",
   REQUIRE(m);
   CHECK(m->source_hash == bundle::hash_bytes(a.file_data(), a.file_size()));
   // In place, on a copy; a damaged file is refused rather than re-hashed.
-  std::string bytes = test::file_bytes(out);
+  std::string bytes = test::read_bytes(out);
   bytes[b.data_offset() + 5] ^= 1;
   test::write_bytes(out, bytes);
   CHECK(brisk_add_manifest(out.c_str(), nullptr, &o) == BRISK_ERR_CHECKSUM);
@@ -197,16 +197,16 @@ TEST_CASE("bundle: pack and unpack round-trip byte for byte, verify reads bundle
   brisk_pack_options o = pack_options();
   o.level = 9;
   REQUIRE(brisk_pack(converted_model().c_str(), bundle_path.c_str(), &o) == BRISK_OK);
-  CHECK(test::file_bytes(bundle_path).size() < test::file_bytes(converted_model()).size());
+  CHECK(test::read_bytes(bundle_path).size() < test::read_bytes(converted_model()).size());
   CHECK(verify(bundle_path).status == BRISK_OK);
   REQUIRE(brisk_unpack(bundle_path.c_str(), out.c_str(), &o) == BRISK_OK);
-  CHECK(test::file_bytes(out) == test::file_bytes(converted_model()));
+  CHECK(test::read_bytes(out) == test::read_bytes(converted_model()));
   // A plain GGUF packs too (with bundle checksums only).
   BRISK_TEST_FILE(plain, "models/stories260K.gguf");
   o.long_distance = 1;
   REQUIRE(brisk_pack(plain.c_str(), bundle_path.c_str(), &o) == BRISK_OK);
   REQUIRE(brisk_unpack(bundle_path.c_str(), out.c_str(), &o) == BRISK_OK);
-  CHECK(test::file_bytes(out) == test::file_bytes(plain));
+  CHECK(test::read_bytes(out) == test::read_bytes(plain));
 }
 
 TEST_CASE("bundle: truncated or damaged bundles fail unpack and leave no file", "[bundle]") {
@@ -214,7 +214,7 @@ TEST_CASE("bundle: truncated or damaged bundles fail unpack and leave no file", 
   const std::string bundle_path = (scratch_dir() / "good.brisk").string();
   brisk_pack_options o = pack_options();
   REQUIRE(brisk_pack(converted_model().c_str(), bundle_path.c_str(), &o) == BRISK_OK);
-  const std::string good = test::file_bytes(bundle_path);
+  const std::string good = test::read_bytes(bundle_path);
   const std::string damaged = (scratch_dir() / "damaged.brisk").string();
   const std::string out = (scratch_dir() / "never.gguf").string();
   auto unpack = [&](const std::string& bytes) {
@@ -246,7 +246,7 @@ TEST_CASE("bundle: a segment that does not match is named by verify and stops un
   const std::string bundle_path = (scratch_dir() / "seg.brisk").string();
   brisk_pack_options o = pack_options();
   REQUIRE(brisk_pack(converted_model().c_str(), bundle_path.c_str(), &o) == BRISK_OK);
-  std::string b = test::file_bytes(bundle_path);
+  std::string b = test::read_bytes(bundle_path);
   // Rewrite the manifest with one wrong tensor hash and a valid frame
   // checksum: the stream itself is intact, so only the segment check can
   // catch it.
@@ -276,7 +276,7 @@ TEST_CASE("bundle: a segment that does not match is named by verify and stops un
 TEST_CASE("bundle: pack refuses a damaged model", "[bundle]") {
   BRISK_TEST_FILE(dir, "models/stories260K-hf-f16");
   gguf::File f(converted_model());
-  std::string b = test::file_bytes(converted_model());
+  std::string b = test::read_bytes(converted_model());
   b[f.data_offset() + 7] ^= 1;
   const std::string bad = (scratch_dir() / "pack-bad.gguf").string(), out = (scratch_dir() / "pack-bad.brisk").string();
   test::write_bytes(bad, b);
@@ -346,7 +346,7 @@ TEST_CASE("bundle: long-distance matching turns on where a tensor is stored twic
     brisk_pack_options o = pack_options();
     o.long_distance = long_distance;
     REQUIRE(brisk_pack(model.c_str(), out.c_str(), &o) == BRISK_OK);
-    const std::string bytes = test::file_bytes(out);
+    const std::string bytes = test::read_bytes(out);
     uint64_t msize;
     std::memcpy(&msize, bytes.data() + 16, 8);
     return std::make_pair(bundle::BundleManifest::from_json(bytes.substr(40, msize)).long_distance, bytes.size());
@@ -355,7 +355,7 @@ TEST_CASE("bundle: long-distance matching turns on where a tensor is stored twic
   const auto [off, large] = pack(0);
   CHECK(on);
   CHECK_FALSE(off);
-  const double model_size = static_cast<double>(test::file_bytes(model).size());
+  const double model_size = static_cast<double>(test::read_bytes(model).size());
   CHECK(small < 0.65 * model_size);
   CHECK(large > 0.95 * model_size);
   // Without a repeat, auto leaves it off.
@@ -363,7 +363,7 @@ TEST_CASE("bundle: long-distance matching turns on where a tensor is stored twic
   brisk_pack_options o = pack_options();
   const std::string out = (scratch_dir() / "nodup.brisk").string();
   REQUIRE(brisk_pack(converted_model().c_str(), out.c_str(), &o) == BRISK_OK);
-  const std::string bytes = test::file_bytes(out);
+  const std::string bytes = test::read_bytes(out);
   uint64_t msize;
   std::memcpy(&msize, bytes.data() + 16, 8);
   CHECK_FALSE(bundle::BundleManifest::from_json(bytes.substr(40, msize)).long_distance);
@@ -382,8 +382,8 @@ TEST_CASE("cli: convert, verify, pack and unpack exit codes and output", "[bundl
   auto run = [&](const std::string& args, std::string* out = nullptr) {
     const std::string cmd = b + " " + args + " > " + d + "/cli.out 2> " + d + "/cli.err";
     const int rc = std::system(cmd.c_str());
-    if (out) *out = test::file_bytes(d + "/cli.out");
-    INFO(cmd << "\nstderr: " << test::file_bytes(d + "/cli.err"));
+    if (out) *out = test::read_bytes(d + "/cli.out");
+    INFO(cmd << "\nstderr: " << test::read_bytes(d + "/cli.err"));
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   };
   std::string out;
@@ -395,8 +395,8 @@ TEST_CASE("cli: convert, verify, pack and unpack exit codes and output", "[bundl
   CHECK(run("pack " + d + "/cli.gguf -o " + d + "/cli.brisk --level 5") == 0);
   CHECK(run("verify " + d + "/cli.brisk", &out) == 0);
   CHECK(run("unpack " + d + "/cli.brisk -o " + d + "/cli2.gguf") == 0);
-  CHECK(test::file_bytes(d + "/cli2.gguf") == test::file_bytes(d + "/cli.gguf"));
-  std::string bytes = test::file_bytes(d + "/cli.gguf");
+  CHECK(test::read_bytes(d + "/cli2.gguf") == test::read_bytes(d + "/cli.gguf"));
+  std::string bytes = test::read_bytes(d + "/cli.gguf");
   bytes[bytes.size() - 10] ^= 1;  // inside the last tensor, blk.4.ffn_norm.weight
   test::write_bytes(d + "/cli.gguf", bytes);
   CHECK(run("verify " + d + "/cli.gguf", &out) == 1);

@@ -17,33 +17,15 @@
 #include <vector>
 
 #include "../tools/progress.h"
+#include "cli_util.h"
 #include "test_data.h"
 
+using Result = brisk::test::CliResult;
+using brisk::test::read_bytes;
+using brisk::test::run_cli;
+using brisk::test::write_bytes;
+
 namespace {
-
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Runs `brisk ARGS`, capturing stdout and stderr.
-Result run_cli(const std::string& args) {
-  const char* bin = std::getenv("BRISK_BIN");
-  REQUIRE(bin);
-  const std::string dir = brisk::test::scratch_dir().string();
-  const std::string cmd = std::string(bin) + " " + args + " >" + dir + "/out.txt 2>" + dir + "/err.txt </dev/null";
-  int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(dir + "/out.txt"), slurp(dir + "/err.txt")};
-}
-
-void write(const std::string& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // The commands `brisk --help` lists ("  NAME  summary" lines after "commands:").
 std::vector<std::string> listed_commands() {
@@ -174,7 +156,7 @@ TEST_CASE("cli: the progress display", "[cli]") {
       now += 5;
       p.update("ppl", 5, 10, "");
       std::fflush(d.out);
-      CHECK(slurp(path).empty());
+      CHECK(read_bytes(path).empty());
       now += 6;  // 11 s since the start
       p.update("ppl", 6, 10, "");
       now += 1;
@@ -182,7 +164,7 @@ TEST_CASE("cli: the progress display", "[cli]") {
       p.line("warning: w");
     }
     std::fclose(d.out);
-    const std::string out = slurp(path);
+    const std::string out = read_bytes(path);
     CHECK(out == "ppl:  60.0% (6/10 chunks), 0m11s so far, ETA 0m07s\nwarning: w\n");
   }
   SECTION("a terminal: a bar redrawn in place, erased at the end; a new stage restarts") {
@@ -197,7 +179,7 @@ TEST_CASE("cli: the progress display", "[cli]") {
       p.update("verify", 10, 100, "");
     }
     std::fclose(d.out);
-    const std::string out = slurp(path);
+    const std::string out = read_bytes(path);
     CHECK(has(out, "\r\033[Kpack [....................]   0.0%  header"));
     CHECK(has(out, "\r\033[Kpack [#####...............]  25.0%, ETA 0m30s  blk.0"));
     CHECK(has(out, "\r\033[Kwarning: w\n\r\033[Kpack [#####"));  // the line, then the bar again
@@ -231,7 +213,7 @@ TEST_CASE("cli: brisk run prints exactly the prompt and the text on stdout", "[c
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
   };
-  CHECK(rstrip(r.out) == rstrip(slurp(ref)));
+  CHECK(rstrip(r.out) == rstrip(read_bytes(ref)));
   CHECK(r.err.find("tokens/s") != std::string::npos);
   r = run_cli("run -m " + model + " -p \"Tom and Sue went to the\" -n 20 --temp 0");
   REQUIRE(r.code == 0);
@@ -241,7 +223,7 @@ TEST_CASE("cli: brisk run prints exactly the prompt and the text on stdout", "[c
 TEST_CASE("cli: bad model files give one clear error and a non-zero exit", "[cli]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   const std::string dir = brisk::test::scratch_dir().string();
-  const std::string good = slurp(model);
+  const std::string good = read_bytes(model);
   struct Case {
     std::string name, bytes, needle;
   };
@@ -256,7 +238,7 @@ TEST_CASE("cli: bad model files give one clear error and a non-zero exit", "[cli
       {"text.gguf", "not a model at all", "not a GGUF file"},
   };
   for (const Case& c : cases) {
-    write(dir + "/" + c.name, c.bytes);
+    write_bytes(dir + "/" + c.name, c.bytes);
     Result r = run_cli("run -m " + dir + "/" + c.name + " -p hi -n 4");
     INFO(c.name << ": " << r.err);
     CHECK(r.code == 1);
@@ -382,9 +364,9 @@ TEST_CASE("cli: --json results and the -m spelling of every model-reading comman
   // convert (-m FILE --tokenizer: llama2.c; --from-llama2c still works), verify, pack, unpack.
   j = json_of(run_cli("convert -m " + model_bin + " --tokenizer " + tok + " -o " + d + "/j.gguf --json"));
   CHECK(j.at("format") == "llama2c");
-  CHECK(j.at("file_bytes").get<uint64_t>() == slurp(d + "/j.gguf").size());
+  CHECK(j.at("file_bytes").get<uint64_t>() == read_bytes(d + "/j.gguf").size());
   CHECK(run_cli("convert --from-llama2c " + model_bin + " --tokenizer " + tok + " -o " + d + "/j2.gguf").code == 0);
-  CHECK(slurp(d + "/j2.gguf") == slurp(d + "/j.gguf"));
+  CHECK(read_bytes(d + "/j2.gguf") == read_bytes(d + "/j.gguf"));
   r = run_cli("convert -m " + model_bin + " -o " + d + "/j3.gguf");
   CHECK(r.code == 2);
   CHECK(has(r.err, "--tokenizer"));
@@ -396,19 +378,19 @@ TEST_CASE("cli: --json results and the -m spelling of every model-reading comman
   CHECK(run_cli("verify " + d + "/j.gguf").out == "OK " + d + "/j.gguf\n");  // the positional spelling
 
   j = json_of(run_cli("pack -m " + d + "/j.gguf -o " + d + "/j.brisk --json"));
-  CHECK(j.at("gguf_bytes").get<uint64_t>() == slurp(d + "/j.gguf").size());
-  CHECK(j.at("bundle_bytes").get<uint64_t>() == slurp(d + "/j.brisk").size());
+  CHECK(j.at("gguf_bytes").get<uint64_t>() == read_bytes(d + "/j.gguf").size());
+  CHECK(j.at("bundle_bytes").get<uint64_t>() == read_bytes(d + "/j.brisk").size());
   j = json_of(run_cli("unpack -m " + d + "/j.brisk -o " + d + "/j4.gguf --json"));
-  CHECK(slurp(d + "/j4.gguf") == slurp(d + "/j.gguf"));
+  CHECK(read_bytes(d + "/j4.gguf") == read_bytes(d + "/j.gguf"));
   // Progress went to a file: plain text, no terminal control.
   r = run_cli("pack " + d + "/j.gguf -o " + d + "/j2.brisk");
   CHECK(r.code == 0);
   CHECK(!has(r.err, "\r"));
   CHECK(!has(r.err, "\033"));
 
-  std::string bytes = slurp(d + "/j.gguf");
+  std::string bytes = read_bytes(d + "/j.gguf");
   bytes[bytes.size() - 10] ^= 1;
-  write(d + "/bad.gguf", bytes);
+  write_bytes(d + "/bad.gguf", bytes);
   r = run_cli("verify -m " + d + "/bad.gguf --json");
   CHECK(r.code == 1);
   j = nlohmann::json::parse(r.out);
@@ -417,16 +399,16 @@ TEST_CASE("cli: --json results and the -m spelling of every model-reading comman
 
   // quantize: -m and the older -i give the same file; --json lists every tensor.
   j = json_of(run_cli("quantize -m " + model + " -o " + d + "/q.gguf --type q8_0 -q --json"));
-  CHECK(j.at("file_bytes").get<uint64_t>() == slurp(d + "/q.gguf").size());
+  CHECK(j.at("file_bytes").get<uint64_t>() == read_bytes(d + "/q.gguf").size());
   CHECK(j.at("tensors").size() > 10);
   CHECK(j.at("tensors").at(0).contains("to"));
   CHECK(run_cli("quantize -i " + model + " -o " + d + "/q2.gguf --type q8_0 -q").code == 0);
-  CHECK(slurp(d + "/q2.gguf") == slurp(d + "/q.gguf"));
+  CHECK(read_bytes(d + "/q2.gguf") == read_bytes(d + "/q.gguf"));
 
   // synth
   j = json_of(run_cli("synth --shape tiny --type q8_0 -o " + d + "/s.gguf --json"));
   CHECK(j.at("shape") == "tiny");
-  CHECK(j.at("file_bytes").get<uint64_t>() == slurp(d + "/s.gguf").size());
+  CHECK(j.at("file_bytes").get<uint64_t>() == read_bytes(d + "/s.gguf").size());
 }
 
 TEST_CASE("cli: brisk_physical_cores is what -t 0 gives an engine", "[cli]") {

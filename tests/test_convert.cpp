@@ -183,7 +183,7 @@ TEST_CASE("convert: a sharded checkpoint converts to the same file as the unshar
   for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"})
     fs::copy_file(fs::path(dir) / f, shard_dir / f);
   // Split model.safetensors: tensors alternate between two shards.
-  const std::string src = test::file_bytes(dir + "/model.safetensors");
+  const std::string src = test::read_bytes(dir + "/model.safetensors");
   uint64_t hlen;
   std::memcpy(&hlen, src.data(), 8);
   const nlohmann::json header = nlohmann::json::parse(src.substr(8, hlen));
@@ -212,6 +212,6 @@ TEST_CASE("convert: a sharded checkpoint converts to the same file as the unshar
                     nlohmann::json{{"metadata", {{"total_size", src.size()}}}, {"weight_map", weight_map}}.dump());
   const std::string a = test::convert_hf_to(dir, "unsharded.gguf", BRISK_TYPE_AUTO, "stories260K");
   const std::string b = test::convert_hf_to(shard_dir.string(), "sharded.gguf", BRISK_TYPE_AUTO, "stories260K");
-  CHECK(test::file_bytes(a).size() > 1000000);
-  CHECK(test::file_bytes(a) == test::file_bytes(b));
+  CHECK(test::read_bytes(a).size() > 1000000);
+  CHECK(test::read_bytes(a) == test::read_bytes(b));
 }

@@ -163,7 +163,7 @@ TEST_CASE("convert: broken model directories give clear errors and no output", "
   fs::remove(d / "tokenizer.json");
   expect(BRISK_ERR_NOT_FOUND, "no tokenizer.json");
   reset();
-  const std::string st = test::file_bytes((d / "model.safetensors").string());
+  const std::string st = test::read_bytes((d / "model.safetensors").string());
   test::write_bytes((d / "model.safetensors").string(), st.substr(0, st.size() - 100));
   expect(BRISK_ERR_BAD_FORMAT, "lies outside");
   reset();
@@ -189,7 +189,7 @@ TEST_CASE("convert: broken model directories give clear errors and no output", "
 TEST_CASE("convert: broken llama2.c checkpoints give clear errors", "[convert]") {
   BRISK_TEST_FILE(bin, "models/stories260K.bin");
   BRISK_TEST_FILE(tok, "models/tok512.bin");
-  const std::string good = test::file_bytes(bin), good_tok = test::file_bytes(tok);
+  const std::string good = test::read_bytes(bin), good_tok = test::read_bytes(tok);
   const std::string b = (scratch_dir() / "l2c-bad.bin").string(), t = (scratch_dir() / "l2c-bad-tok.bin").string();
   const std::string out = (scratch_dir() / "l2c-bad.gguf").string();
   auto expect = [&](const std::string& model, const std::string& tokb, brisk_status code, const std::string& needle) {

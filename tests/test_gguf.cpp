@@ -14,14 +14,6 @@ using namespace brisk;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void spit(const std::string& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Opening must fail with BRISK_ERR_BAD_FORMAT (or the given code) and a message containing `needle`.
 void expect_error(const std::string& path, const std::string& needle, brisk_status code = BRISK_ERR_BAD_FORMAT) {
@@ -93,11 +85,11 @@ TEST_CASE("gguf: typed accessors report missing and mistyped keys", "[gguf]") {
 }
 
 TEST_CASE("gguf: damaged files give clear errors", "[gguf]") {
-  const std::string good = slurp(small_file());
+  const std::string good = brisk::test::read_bytes(small_file());
   const std::string dir = test::scratch_dir().string();
   auto variant = [&](const std::string& name, const std::string& bytes) {
     std::string p = dir + "/" + name;
-    spit(p, bytes);
+    brisk::test::write_bytes(p, bytes);
     return p;
   };
   SECTION("missing file") { expect_error(dir + "/does-not-exist.gguf", "cannot open", BRISK_ERR_NOT_FOUND); }
@@ -159,11 +151,11 @@ TEST_CASE("gguf: duplicate tensor names are refused", "[gguf]") {
     float z[4] = {};
     s(z, sizeof z);
   });
-  std::string b = slurp(path);
+  std::string b = brisk::test::read_bytes(path);
   size_t at = b.rfind(std::string("\x01\x00\x00\x00\x00\x00\x00\x00" "b", 9));
   REQUIRE(at != std::string::npos);
   b[at + 8] = 'a';
-  spit(path, b);
+  brisk::test::write_bytes(path, b);
   expect_error(path, "duplicate tensor name 'a'");
 }
 

@@ -10,47 +10,30 @@
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
 #include "memlock_util.h"
 #include "test_data.h"
 
+using Result = brisk::test::CliResult;
+using brisk::test::cli_command;
+using brisk::test::cli_result;
+using brisk::test::read_bytes;
+using brisk::test::run_cli;
+
 namespace {
-
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 std::string dir() { return brisk::test::scratch_dir().string(); }
 
-std::string command(const std::string& args) {
-  const char* bin = std::getenv("BRISK_BIN");
-  REQUIRE(bin);
-  return std::string(bin) + " " + args + " >" + dir() + "/out.txt 2>" + dir() + "/err.txt </dev/null";
-}
-
-Result collect(int code) { return {code, slurp(dir() + "/out.txt"), slurp(dir() + "/err.txt")}; }
-
-Result run_cli(const std::string& args) {
-  const int st = std::system(command(args).c_str());
-  return collect(WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-}
-
 // `brisk ARGS` where no page can be locked; code kCannotDropLock if this
 // machine does not let the test give up CAP_IPC_LOCK.
 Result run_cli_low_memlock(const std::string& args) {
-  const std::string cmd = command(args);
+  const std::string cmd = cli_command(args);
   const int code = brisk::test::with_low_memlock([&] {
-    const int st = std::system(cmd.c_str());
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return brisk::test::exit_code(std::system(cmd.c_str()));
   });
-  return collect(code);
+  return cli_result(code);
 }
 
 const std::vector<std::string> kRunning = {"run", "bench", "ppl", "compare", "serve", "batch"};
@@ -100,7 +83,7 @@ TEST_CASE("load options: a model read into memory gives byte-identical outputs",
     const Result r = run_cli(args);
     INFO(r.err);
     REQUIRE(r.code == 0);
-    return slurp(out);
+    return read_bytes(out);
   };
 
   // quantize: mapped, read into memory, and locked.

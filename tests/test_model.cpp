@@ -13,10 +13,6 @@
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 struct Loaded {
   brisk_model* model = nullptr;
@@ -76,13 +72,13 @@ TEST_CASE("stories260K: greedy text equals llama2.c run.c", "[model]") {
     return s;
   };
   // run.c ends its output with newlines of its own; the text is what counts.
-  CHECK(rstrip(greedy(model, "", 256)) == rstrip(slurp(ref)));
+  CHECK(rstrip(greedy(model, "", 256)) == rstrip(brisk::test::read_bytes(ref)));
 }
 
 TEST_CASE("stories260K: logits match the float64 reference to 1e-4", "[model]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   BRISK_TEST_FILE(ref, "models/reference/stories260K.greedy64.logits.json");
-  auto j = nlohmann::json::parse(slurp(ref));
+  auto j = nlohmann::json::parse(brisk::test::read_bytes(ref));
   std::vector<int32_t> ids = j["input_ids"].get<std::vector<int32_t>>();
   Loaded l(model);
   const size_t n_vocab = static_cast<size_t>(brisk_model_n_vocab(l.model));
@@ -111,7 +107,7 @@ TEST_CASE("stories260K-f16: same greedy text for 100 tokens", "[model]") {
 TEST_CASE("llama-2-tiny-random: top-20 logits match the reference", "[model]") {
   BRISK_TEST_FILE(model, "models/llama-2-tiny-random.gguf");
   BRISK_TEST_FILE(ref, "models/reference/llama-2-tiny-random.greedy16.top20.json");
-  auto j = nlohmann::json::parse(slurp(ref));
+  auto j = nlohmann::json::parse(brisk::test::read_bytes(ref));
   std::vector<int32_t> ids = j["input_ids"].get<std::vector<int32_t>>();
   Loaded l(model);
   const size_t n_vocab = static_cast<size_t>(brisk_model_n_vocab(l.model));

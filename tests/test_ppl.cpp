@@ -15,10 +15,6 @@
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 double value(const brisk_ppl_result* r, const char* key) {
   double v = -1;
@@ -30,12 +26,12 @@ double value(const brisk_ppl_result* r, const char* key) {
 
 TEST_CASE("ppl: stories260K files reproduce the reference perplexities", "[ppl]") {
   BRISK_TEST_FILE(text_path, "data/tinystories-valid-head.txt");
-  const std::string text = slurp(text_path);
+  const std::string text = brisk::test::read_bytes(text_path);
   for (const char* name : {"stories260K", "stories260K-f16", "stories260K-q8_0", "stories260K-q4_0", "stories260K-q4_1"}) {
     BRISK_TEST_FILE(model_path, std::string("models/") + name + ".gguf");
     BRISK_TEST_FILE(ref_path,
                     std::string("models/reference/") + name + ".ppl.tinystories-valid-head.ctx128x8.json");
-    const nlohmann::json ref = nlohmann::json::parse(slurp(ref_path));
+    const nlohmann::json ref = nlohmann::json::parse(brisk::test::read_bytes(ref_path));
     INFO(name);
     brisk_model* m = nullptr;
     REQUIRE(brisk_model_open(model_path.c_str(), nullptr, &m) == BRISK_OK);
@@ -70,7 +66,7 @@ TEST_CASE("ppl: a model against itself has zero KL and the same top tokens", "[p
   brisk::calib::PplOptions o;
   o.n_ctx = 64;
   o.max_chunks = 4;
-  const brisk::calib::PplResult r = brisk::calib::perplexity(*m, m.get(), slurp(text_path), o);
+  const brisk::calib::PplResult r = brisk::calib::perplexity(*m, m.get(), brisk::test::read_bytes(text_path), o);
   CHECK(r.n_chunks == 4);
   CHECK(r.n_scored == 4 * 31);  // positions 32..62 of each chunk
   CHECK(r.kld.value < 1e-9);
@@ -86,7 +82,7 @@ TEST_CASE("ppl: a Q8_0 KV cache costs under 0.5% perplexity against F16; Q4_0 re
   // logstories: head dim 32, so each head's cache row is one Q8_0/Q4_0 block.
   BRISK_TEST_FILE(text_path, "data/splits/stories-heldout.txt");
   BRISK_TEST_FILE(model_path, "models/logstories/logstories-f16.gguf");
-  const std::string text = slurp(text_path);
+  const std::string text = brisk::test::read_bytes(text_path);
   brisk_model* m = nullptr;
   REQUIRE(brisk_model_open(model_path.c_str(), nullptr, &m) == BRISK_OK);
   auto ppl_with = [&](int32_t type) {
