@@ -18,23 +18,15 @@
 #include <thread>
 #include <vector>
 
+#include "cli_util.h"
 #include "test_data.h"
 
+using Result = brisk::test::CliResult;
+using brisk::test::read_bytes;
+using brisk::test::run_cli;
+using brisk::test::write_bytes;
+
 namespace {
-
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write(const std::string& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 std::string dir() { return brisk::test::scratch_dir().string(); }
 
@@ -44,14 +36,6 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-Result run_cli(const std::string& args) {
-  const char* bin = std::getenv("BRISK_BIN");
-  REQUIRE(bin);
-  const std::string cmd = std::string(bin) + " " + args + " >" + dir() + "/b_out.txt 2>" + dir() + "/b_err.txt </dev/null";
-  const int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(dir() + "/b_out.txt"), slurp(dir() + "/b_err.txt")};
-}
-
 void remove_output(const std::string& out) {
   std::remove(out.c_str());
   std::remove((out + ".batch.json").c_str());
@@ -59,7 +43,7 @@ void remove_output(const std::string& out) {
 
 std::vector<nlohmann::json> lines_of(const std::string& path) {
   std::vector<nlohmann::json> v;
-  std::istringstream in(slurp(path));
+  std::istringstream in(read_bytes(path));
   std::string line;
   while (std::getline(in, line)) v.push_back(nlohmann::json::parse(line));
   return v;
@@ -89,7 +73,7 @@ TEST_CASE("batch: greedy records equal brisk run on the same prompt", "[batch]")
   std::string in;
   for (size_t i = 0; i < prompts.size(); ++i)
     in += nlohmann::json({{"id", i}, {"prompt", prompts[i]}}).dump() + "\n";
-  write(dir() + "/g.jsonl", in);
+  write_bytes(dir() + "/g.jsonl", in);
   const std::string out = dir() + "/g.out.jsonl";
   remove_output(out);
   Result r = run_cli("batch -m " + model + " -i " + dir() + "/g.jsonl -o " + out + " -n 40 --temp 0 --parallel 3");
@@ -120,7 +104,7 @@ TEST_CASE("batch: bad records become error lines and the run goes on", "[batch]"
                          "{\"id\":6,\"prompt\":\"x\",\"max_tokens\":-3}\n"
                          "[1,2,3]\n"
                          "{\"id\":\"last\",\"prompt\":\"The cat\",\"stop\":[\".\"]}\n";
-  write(dir() + "/bad.jsonl", in);
+  write_bytes(dir() + "/bad.jsonl", in);
   const std::string out = dir() + "/bad.out.jsonl";
   remove_output(out);
   Result r = run_cli("batch -m " + model + " -i " + dir() + "/bad.jsonl -o " + out + " -n 30 --temp 0 -c 128");
@@ -142,7 +126,7 @@ TEST_CASE("batch: bad records become error lines and the run goes on", "[batch]"
 
 TEST_CASE("batch: killed at random points, the resumed output is byte-identical", "[batch]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
-  write(dir() + "/k.jsonl", make_input(60));
+  write_bytes(dir() + "/k.jsonl", make_input(60));
   const std::string args = " -m " + model + " -i " + dir() + "/k.jsonl -n 48 --temp 0 --parallel 4 -t 1";
   const std::string straight = dir() + "/k.straight.jsonl";
   remove_output(straight);
@@ -152,7 +136,7 @@ TEST_CASE("batch: killed at random points, the resumed output is byte-identical"
   // that an idle fast machine is interrupted as surely as a loaded slow one.
   const int run_ms = static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
-  const std::string want = slurp(straight);
+  const std::string want = read_bytes(straight);
   REQUIRE(lines_of(straight).size() == 60);
 
   const std::string out = dir() + "/k.killed.jsonl";
@@ -185,13 +169,13 @@ TEST_CASE("batch: killed at random points, the resumed output is byte-identical"
   CHECK(kills > 0);
   Result r = run_cli("batch" + args + " -o " + out);  // finishes whatever is left (or nothing)
   REQUIRE(r.code == 0);
-  CHECK(slurp(out) == want);
+  CHECK(read_bytes(out) == want);
 }
 
 TEST_CASE("batch: a resumed run with other options or another model is refused", "[batch]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
   BRISK_TEST_FILE(other, "models/stories260K-q8_0.gguf");
-  write(dir() + "/o.jsonl", make_input(4));
+  write_bytes(dir() + "/o.jsonl", make_input(4));
   const std::string out = dir() + "/o.out.jsonl";
   remove_output(out);
   const std::string base = "batch -i " + dir() + "/o.jsonl -o " + out + " -n 8";
@@ -205,16 +189,16 @@ TEST_CASE("batch: a resumed run with other options or another model is refused",
   // The same command again is fine: nothing left to do.
   CHECK(run_cli(base + " -m " + model + " --temp 0").code == 0);
   // A foreign file is never appended to.
-  write(dir() + "/foreign.jsonl", "not mine\n");
+  write_bytes(dir() + "/foreign.jsonl", "not mine\n");
   std::remove((dir() + "/foreign.jsonl.batch.json").c_str());
   r = run_cli("batch -i " + dir() + "/o.jsonl -o " + dir() + "/foreign.jsonl -m " + model);
   CHECK(r.code != 0);
-  CHECK(slurp(dir() + "/foreign.jsonl") == "not mine\n");
+  CHECK(read_bytes(dir() + "/foreign.jsonl") == "not mine\n");
 }
 
 TEST_CASE("batch: three shards merged equal the straight run, gaps and duplicates are refused", "[batch]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
-  write(dir() + "/s.jsonl", make_input(20) + "{bad json\n");
+  write_bytes(dir() + "/s.jsonl", make_input(20) + "{bad json\n");
   const std::string args = " -m " + model + " -i " + dir() + "/s.jsonl -n 16 --temp 0";
   const std::string straight = dir() + "/s.straight.jsonl";
   remove_output(straight);
@@ -229,7 +213,7 @@ TEST_CASE("batch: three shards merged equal the straight run, gaps and duplicate
   const std::string merged = dir() + "/s.merged.jsonl";
   Result r = run_cli("batch --merge " + merged + shards);
   REQUIRE(r.code == 0);
-  CHECK(slurp(merged) == slurp(straight));
+  CHECK(read_bytes(merged) == read_bytes(straight));
   // A missing shard is a gap, a shard given twice a duplicate.
   r = run_cli("batch --merge " + dir() + "/s.bad.jsonl " + dir() + "/s.shard0.jsonl " + dir() + "/s.shard1.jsonl");
   CHECK(r.code != 0);
@@ -241,7 +225,7 @@ TEST_CASE("batch: three shards merged equal the straight run, gaps and duplicate
 
 TEST_CASE("batch: records sharing an instruction reuse its KV and give the same text", "[batch]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
-  write(dir() + "/p.jsonl", make_input(12));
+  write_bytes(dir() + "/p.jsonl", make_input(12));
   const std::string args = " -m " + model + " -i " + dir() + "/p.jsonl -n 24 --temp 0 --parallel 4 --json";
   const std::string shared = dir() + "/p.shared.jsonl", plain = dir() + "/p.plain.jsonl";
   remove_output(shared);
@@ -254,7 +238,48 @@ TEST_CASE("batch: records sharing an instruction reuse its KV and give the same 
   r = run_cli("batch" + args + " --prefix-min 0 -o " + plain);
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(r.out)["shared_prefix_tokens"] == 0);
-  CHECK(slurp(shared) == slurp(plain));
+  CHECK(read_bytes(shared) == read_bytes(plain));
+}
+
+TEST_CASE("batch: an instruction shared by all records is read once, longer prefixes grow from it", "[batch]") {
+  BRISK_TEST_FILE(model, "models/stories260K.gguf");
+  const std::string instruction = "Once upon a time, in a small town by the sea, there lived a girl who liked to read.";
+  static const char* days[] = {" On Monday", " On Friday", " On Sunday"};
+  static const char* tails[] = {" she ran.", " a dog barked.", " it rained.", " Tom sang.",
+                                " the cat slept.", " birds flew.", " we ate cake.", " Lily laughed."};
+  std::string input;
+  for (int i = 0; i < 24; ++i) {  // three groups of eight sharing a day
+    nlohmann::json j;
+    j["id"] = i;
+    j["prompt"] = instruction + days[i / 8] + tails[i % 8];
+    input += j.dump() + "\n";
+  }
+  write_bytes(dir() + "/t.jsonl", input);
+  Result r = run_cli("tokenize --ids -m " + model + " -p " + quote(instruction));
+  REQUIRE(r.code == 0);
+  const size_t n_instruction = nlohmann::json::parse(r.out).size();
+  REQUIRE(n_instruction > 20);
+
+  const std::string args = " -m " + model + " -i " + dir() + "/t.jsonl -n 8 --temp 0 --parallel 4 --json";
+  const std::string shared = dir() + "/t.shared.jsonl", plain = dir() + "/t.plain.jsonl";
+  remove_output(shared);
+  remove_output(plain);
+  r = run_cli("batch" + args + " -o " + shared);
+  REQUIRE(r.code == 0);
+  const nlohmann::json s = nlohmann::json::parse(r.out);
+  r = run_cli("batch" + args + " --prefix-min 0 -o " + plain);
+  REQUIRE(r.code == 0);
+  const nlohmann::json p = nlohmann::json::parse(r.out);
+  CHECK(read_bytes(shared) == read_bytes(plain));
+  // Each record's tokens are counted once, read or forked.
+  CHECK(s["prompt_tokens"].get<size_t>() + s["shared_prefix_tokens"].get<size_t>() == p["prompt_tokens"].get<size_t>());
+  // The instruction is read once, and each day's few tokens once per group;
+  // reading it again for every day's prefix would pass 2 * n_instruction.
+  const size_t prefix_read = s["prefix_tokens_read"].get<size_t>();
+  CHECK(prefix_read + 1 >= n_instruction);  // its last token may merge with what follows
+  CHECK(prefix_read < 2 * n_instruction);
+  // Every record forks at least the instruction.
+  CHECK(s["shared_prefix_tokens"].get<size_t>() >= 24 * (n_instruction - 1));
 }
 
 TEST_CASE("run --prompt-cache: saved when missing, reused in another process, refused for another model", "[state]") {
@@ -288,7 +313,7 @@ TEST_CASE("run --prompt-cache: saved when missing, reused in another process, re
 TEST_CASE("doctor: the command reads a fake root and prints JSON", "[doctor]") {
   const std::string root = dir() + "/doctor-cli";
   std::filesystem::create_directories(root + "/proc");
-  write(root + "/proc/meminfo", "MemTotal: 1000 kB\nMemAvailable: 500 kB\nSwapTotal: 100 kB\nSwapFree: 50 kB\n");
+  write_bytes(root + "/proc/meminfo", "MemTotal: 1000 kB\nMemAvailable: 500 kB\nSwapTotal: 100 kB\nSwapFree: 50 kB\n");
   Result r = run_cli("doctor --root " + root + " --files-only --json");
   REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -302,7 +327,7 @@ TEST_CASE("doctor: the command reads a fake root and prints JSON", "[doctor]") {
 
 TEST_CASE("batch: chat records go through the chat template, with the system prompt", "[batch]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");
-  write(dir() + "/c.jsonl",
+  write_bytes(dir() + "/c.jsonl",
         "{\"id\":\"c1\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a story\"}],\"max_tokens\":6}\n"
         "{\"id\":\"c2\",\"prompt\":\"A story\",\"system\":\"You tell stories\",\"max_tokens\":6}\n"
         "{\"id\":\"c3\",\"messages\":[{\"role\":\"user\"}]}\n");

@@ -70,7 +70,7 @@ int cmd_batch(int argc, char** argv) {
     ("system", "system prompt for records without one (applies the chat template)", cxxopts::value<std::string>()->default_value(""))
     ("chat-template", "chat format: llama2, llama3, chatml, mistral, phi3 (default: from the model)", cxxopts::value<std::string>()->default_value(""))
     ("ignore-eos", "keep generating after the end-of-sequence token")
-    ("prefix-min", "shortest common prompt prefix (tokens) evaluated once and shared; 0 = no sharing", cxxopts::value<int>()->default_value("8"))
+    ("prefix-min", "shortest prompt prefix (tokens) that records share by forking a sequence that read it once; 0 = no sharing", cxxopts::value<int>()->default_value("8"))
     ("c,ctx-size", "context per sequence (0 = model's, at most 4096)", cxxopts::value<int>()->default_value("0"))
     ("b,batch-size", "most tokens per forward pass", cxxopts::value<int>()->default_value("512"))
     ("cache-type-k", "KV cache type for keys: auto, f32, f16, q8_0, q4_0", cxxopts::value<std::string>()->default_value("auto"))

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <vector>
@@ -59,6 +61,29 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
   return n;
+}
+
+// The length of the next shared prefix to make for a prompt, from its
+// overlaps with the records ahead: of the lengths past `base` (the longest
+// prefix already held), the one shared by the most of them, the longest of
+// those. It needs two sharers and a saving, sharers * (length - base), of two
+// --prefix-min's, since it costs a slot and a step of its own; 0 when no
+// length qualifies. Called again with the result as base, it grows the tree
+// one level at a time, widest level first.
+size_t next_prefix_length(std::vector<size_t> overlaps, size_t base, size_t min) {
+  std::sort(overlaps.begin(), overlaps.end(), std::greater<>());
+  size_t best = 0, best_sharers = 0;
+  for (size_t i = 0; i < overlaps.size(); ++i) {
+    const size_t len = overlaps[i];
+    if (len <= base || len < min) break;
+    if (i + 1 < overlaps.size() && overlaps[i + 1] == len) continue;  // count every sharer of this length
+    const size_t sharers = i + 1;
+    if (sharers >= 2 && sharers * (len - base) >= 2 * min && sharers > best_sharers) {
+      best = len;
+      best_sharers = sharers;
+    }
+  }
+  return best;
 }
 
 std::string fmt_duration(double s) {
@@ -126,8 +151,9 @@ class Runner {
     eo.no_pin = s_.no_pin ? 1 : 0;
     eo.abort_fn = abort_requested;
     // Records run `parallel` at once; idle sequences holding shared prefixes
-    // (one per eight records) take extra slots, so they cost memory, not
-    // parallelism. With the memory plan's count, both come out of it.
+    // (one per four records, at least two, so that a prefix and one growing
+    // from it fit) take extra slots, so they cost memory, not parallelism.
+    // With the memory plan's count, both come out of it.
     uint32_t parallel = static_cast<uint32_t>(s_.parallel), slots = 0;
     if (parallel == 0) {
       eo.n_seq_max = 64;
@@ -138,10 +164,10 @@ class Runner {
         return false;
       }
       slots = static_cast<uint32_t>(std::min<size_t>(slots, left + 1));  // no more than there is work for
-      max_prefixes_ = s_.prefix_min > 0 && slots >= 2 ? std::max<size_t>(1, slots / 9) : 0;
+      max_prefixes_ = s_.prefix_min <= 0 || slots < 2 ? 0 : slots < 4 ? 1 : std::max<size_t>(2, slots / 9);
       parallel = slots - static_cast<uint32_t>(max_prefixes_);
     } else {
-      max_prefixes_ = s_.prefix_min > 0 ? std::max<size_t>(1, parallel / 8) : 0;
+      max_prefixes_ = s_.prefix_min > 0 ? std::max<size_t>(2, parallel / 4) : 0;
       slots = parallel + static_cast<uint32_t>(max_prefixes_);
     }
     eo.n_seq_max = slots;
@@ -163,47 +189,71 @@ class Runner {
     return it->second;
   }
 
-  // The shared prefix to fork for a prompt, made now if the records after it
-  // share one too; nullptr to evaluate the prompt from scratch.
-  Prefix* prefix_for(size_t pos, const std::vector<int32_t>& tokens) {
-    if (max_prefixes_ == 0) return nullptr;
-    const size_t min = static_cast<size_t>(s_.prefix_min);
+  // The longest held prefix that begins `tokens` (at least --prefix-min).
+  Prefix* held_prefix(const std::vector<int32_t>& tokens) {
     Prefix* best = nullptr;
     for (Prefix& p : prefixes_)
-      if (p.tokens.size() >= min && common_prefix(p.tokens, tokens) == p.tokens.size() &&
+      if (p.tokens.size() >= static_cast<size_t>(s_.prefix_min) && common_prefix(p.tokens, tokens) == p.tokens.size() &&
           (!best || p.tokens.size() > best->tokens.size()))
         best = &p;
-    if (best) return best;
-    // The part of this prompt that the next records share (the shortest such
-    // overlap, so that chance extra words of one neighbour do not count).
-    size_t len = 0;
-    for (size_t j = pos + 1; j < in_.records.size() && j <= pos + 8; ++j) {
+    return best;
+  }
+
+  // The shared prefix to fork for a prompt; nullptr to evaluate it whole.
+  // Prefixes form a tree: a new one forks the longest held one it extends
+  // (an instruction shared by all, then a log's date shared by a few), so a
+  // common part is read once however many longer prefixes grow from it.
+  Prefix* prefix_for(size_t pos, const std::vector<int32_t>& tokens) {
+    if (max_prefixes_ == 0) return nullptr;
+    std::vector<size_t> overlaps;
+    const size_t ahead = std::max<size_t>(16, 2 * record_slots_);
+    for (size_t j = pos + 1; j < in_.records.size() && j <= pos + ahead; ++j) {
       const Request& r = prepared(j);
-      if (!r.error.empty()) continue;
-      const size_t n = common_prefix(tokens, r.tokens);
-      if (n >= min) len = len ? std::min(len, n) : n;
+      if (r.error.empty()) overlaps.push_back(common_prefix(tokens, r.tokens));
     }
-    if (len == 0) return nullptr;
-    if (prefixes_.size() >= max_prefixes_) {  // give the least recently used one's slot
-      auto lru = std::min_element(prefixes_.begin(), prefixes_.end(),
-                                  [](const Prefix& a, const Prefix& b) { return a.last_used < b.last_used; });
-      brisk_sequence_free(lru->seq);
-      prefixes_.erase(lru);
+    Prefix* base = held_prefix(tokens);
+    for (;;) {
+      const size_t base_len = base ? base->tokens.size() : 0;
+      const size_t len = next_prefix_length(overlaps, base_len, static_cast<size_t>(s_.prefix_min));
+      if (len == 0 || !free_prefix_slot(tokens)) break;
+      Prefix p;
+      p.tokens.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(len));
+      brisk_status st = base ? brisk_sequence_fork(base->seq, &p.seq) : brisk_sequence_create(engine_, &p.seq);
+      if (st == BRISK_OK) st = brisk_sequence_add_tokens(p.seq, p.tokens.data() + base_len, len - base_len);
+      if (st != BRISK_OK) {
+        brisk_sequence_free(p.seq);
+        break;
+      }
+      prefix_tokens_ += len - base_len;
+      prefixes_.push_back(std::move(p));
+      base = &prefixes_.back();
+      // Evaluate it now; the records already running advance in the same steps.
+      while (brisk_sequence_get_state(base->seq) != BRISK_SEQ_IDLE)
+        if (!step()) return nullptr;
     }
-    Prefix p;
-    p.tokens.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(len));
-    brisk_status st = brisk_sequence_create(engine_, &p.seq);
-    if (st == BRISK_OK) st = brisk_sequence_add_tokens(p.seq, p.tokens.data(), p.tokens.size());
-    if (st != BRISK_OK) {
-      brisk_sequence_free(p.seq);
-      return nullptr;
-    }
-    prefixes_.push_back(std::move(p));
-    Prefix* made = &prefixes_.back();
-    // Evaluate it now; the records already running advance in the same steps.
-    while (brisk_sequence_get_state(made->seq) != BRISK_SEQ_IDLE)
-      if (!step()) return nullptr;
-    return made;
+    return base;
+  }
+
+  // Room for one more prefix of `tokens`: a free slot, or the least recently
+  // used prefix that is not one of its own (their users are its users too).
+  bool free_prefix_slot(const std::vector<int32_t>& tokens) {
+    if (prefixes_.size() < max_prefixes_) return true;
+    auto lru = prefixes_.end();
+    for (auto it = prefixes_.begin(); it != prefixes_.end(); ++it)
+      if (common_prefix(it->tokens, tokens) < it->tokens.size() &&
+          (lru == prefixes_.end() || it->last_used < lru->last_used))
+        lru = it;
+    if (lru == prefixes_.end()) return false;
+    brisk_sequence_free(lru->seq);
+    prefixes_.erase(lru);
+    return true;
+  }
+
+  // A record forked `p`: it and the prefixes it grew from were just used.
+  void touch(const Prefix& p) {
+    ++clock_;
+    for (Prefix& q : prefixes_)
+      if (common_prefix(q.tokens, p.tokens) == q.tokens.size()) q.last_used = clock_;
   }
 
   // Starts records while there are free slots; false on a fatal error.
@@ -226,7 +276,7 @@ class Runner {
       brisk_status st;
       size_t shared = 0;
       if (p) {
-        p->last_used = ++clock_;
+        touch(*p);
         shared = p->tokens.size();
         st = brisk_sequence_fork(p->seq, &a->seq);
       } else {
@@ -332,11 +382,14 @@ class Runner {
   void summary() {
     const double el = std::max(now_seconds() - t0_, 1e-9);
     const size_t done_now = next_write_ - done_before_;
+    // The records' own tokens per second: prompts (read or forked) and text.
+    const double all_tps = static_cast<double>(prompt_tokens_ + shared_tokens_ + generated_tokens_) / el;
     std::fprintf(stderr,
                  "brisk batch: %zu records (%zu this run, %zu before), %zu errors this run; %zu prompt tokens "
-                 "(+%zu shared), %zu generated in %.2fs, %.1f tok/s\n",
-                 next_write_, done_now, done_before_, errors_, prompt_tokens_, shared_tokens_, generated_tokens_, el,
-                 generated_tokens_ / el);
+                 "(+%zu from shared prefixes, which read %zu), %zu generated in %.2fs: %.1f generated tok/s, %.1f "
+                 "tok/s with prompts\n",
+                 next_write_, done_now, done_before_, errors_, prompt_tokens_, shared_tokens_, prefix_tokens_,
+                 generated_tokens_, el, generated_tokens_ / el, all_tps);
     if (!s_.json_summary) return;
     nlohmann::ordered_json j;
     j["output"] = s_.output_path;
@@ -346,9 +399,11 @@ class Runner {
     j["errors_this_run"] = errors_;
     j["prompt_tokens"] = prompt_tokens_;
     j["shared_prefix_tokens"] = shared_tokens_;
+    j["prefix_tokens_read"] = prefix_tokens_;
     j["generated_tokens"] = generated_tokens_;
     j["seconds"] = el;
     j["generated_tokens_per_s"] = generated_tokens_ / el;
+    j["tokens_per_s"] = all_tps;
     std::printf("%s\n", j.dump(2).c_str());
   }
 
@@ -360,11 +415,12 @@ class Runner {
   size_t done_before_, next_start_, next_write_;
   size_t record_slots_ = 1, max_prefixes_ = 0;
   std::vector<std::unique_ptr<Active>> active_;
-  std::vector<Prefix> prefixes_;
+  std::list<Prefix> prefixes_;  // stable addresses: records hold them while forking
   std::map<size_t, Request> prepared_;     // tokenized ahead (prefix look-ahead)
   std::map<size_t, std::string> results_;  // finished, waiting for their turn
   uint64_t clock_ = 0;
   size_t errors_ = 0, prompt_tokens_ = 0, shared_tokens_ = 0, generated_tokens_ = 0;
+  size_t prefix_tokens_ = 0;  // read to build shared prefixes
   double t0_ = 0, last_progress_ = 0;
   bool drawn_ = false;
   bool fatal_ = false;  // an engine call failed: stop the run
