@@ -163,6 +163,46 @@ TEST_CASE("read_sum agrees with the reference on every ISA, at any alignment and
   }
 }
 
+TEST_CASE("exp_sum agrees with expf on every ISA, zero below the floor and for -Inf", "[vec]") {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd(0, 6);
+  const VecKernels& ref = *ref_vec_kernels();
+  // The reference itself: e^0, e^-1, below the floor, and -Inf.
+  const float x4[4] = {2.0f, 1.0f, -200.0f, -INFINITY};
+  float o4[4];
+  CHECK(ref.exp_sum(o4, x4, 4, 2.0f, 1.0f) == Approx(1.0 + std::exp(-1.0)).epsilon(1e-7));
+  CHECK(o4[0] == 1.0f);
+  CHECK(o4[2] == 0.0f);
+  CHECK(o4[3] == 0.0f);
+  for (Isa isa : {Isa::avx2, Isa::avx512}) {
+    const VecKernels* k = vec_kernels_for(isa);
+    if (!k) {
+      WARN("skipped: this CPU cannot run " << isa_name(isa));
+      continue;
+    }
+    for (int n : {1, 7, 16, 31, 33, 100, 32000, 32003}) {
+      std::vector<float> x(n), o1(n), o2(n);
+      for (auto& v : x) v = nd(rng);
+      if (n > 3) x[1] = -INFINITY, x[2] = -1e30f;
+      float mx = x[0];
+      for (float v : x) mx = std::max(mx, v);
+      for (float scale : {1.0f, 1.25f, 5.0f}) {
+        INFO(isa_name(isa) << " n=" << n << " scale " << scale);
+        const double s1 = k->exp_sum(o1.data(), x.data(), n, mx, scale);
+        const double s2 = ref.exp_sum(o2.data(), x.data(), n, mx, scale);
+        CHECK(s1 == Approx(s2).epsilon(1e-6));
+        int bad = 0;
+        for (int i = 0; i < n; ++i) {
+          const float a = (x[i] - mx) * scale;
+          bad += a < kExpFloor ? o1[i] != 0.0f : std::fabs(o1[i] - o2[i]) > 1e-6f * o2[i];
+        }
+        CHECK(bad == 0);
+        if (n > 3) CHECK((o1[1] == 0 && o1[2] == 0));
+      }
+    }
+  }
+}
+
 TEST_CASE("rmsnorm matches a long-double reference at any length", "[vec][ops]") {
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0, 3);

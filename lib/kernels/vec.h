@@ -36,7 +36,15 @@ struct VecKernels {
   // part's pages ahead as the single-stream kernels do (kernels/prefetch.h);
   // the reference ignores both.
   uint64_t (*read_sum)(const void* p, size_t bytes, int streams, bool touch_pages);
+  // The sampler's softmax numerators: out[i] = e^a with a = (x[i] - shift) *
+  // scale, for shift >= every x[i] and scale > 0, and 0 where a < kExpFloor
+  // (-Inf logits included); returns their sum. The SIMD versions use the
+  // attention softmax's polynomial, within a few float ulps of expf.
+  double (*exp_sum)(float* out, const float* x, int64_t n, float shift, float scale);
 };
+
+// Below this exponent exp_sum gives 0: e^-87 is near float's smallest normal.
+inline constexpr float kExpFloor = -87.0f;
 
 // Attention of the `group` query heads that share one KV head, over cache
 // positions [0, n_pos):

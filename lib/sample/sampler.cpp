@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "kernels/vec.h"
 
 namespace brisk {
 
@@ -82,22 +83,24 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
   // No filter (top-k off, top-p 1, min-p 0, as OpenAI-style requests ask by
   // default): the draw needs no order, so the whole vocabulary is not sorted
   // for every token (that sort, on the thread that runs the engine's steps,
-  // cost more than a decode step's share of the matmuls). The same seed
-  // still gives the same text.
+  // cost more than a decode step's share of the matmuls), and its
+  // exponentials are the vector kernel's, for the same reason.
   if ((p_.top_k <= 0 || static_cast<size_t>(p_.top_k) >= cand_.size()) && p_.top_p >= 1.0f && p_.min_p <= 0.0f) {
+    logit_.resize(cand_.size());
     float mx = cand_[0].first;
-    for (const auto& c : cand_) mx = std::max(mx, c.first);
-    std::vector<double>& prob = prob_;
-    prob.resize(cand_.size());
-    double total = 0;
-    for (size_t i = 0; i < cand_.size(); ++i)
-      total += prob[i] = std::exp((static_cast<double>(cand_[i].first) - mx) / p_.temperature);
+    for (size_t i = 0; i < cand_.size(); ++i) mx = std::max(mx, logit_[i] = cand_[i].first);
+    prob_.resize(cand_.size());
+    const double total = kernels::vec_kernels().exp_sum(prob_.data(), logit_.data(), static_cast<int64_t>(cand_.size()),
+                                                         mx, 1.0f / p_.temperature);
     const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total;
     double acc = 0;
     for (size_t i = 0; i < cand_.size(); ++i) {
-      acc += prob[i];
+      acc += prob_[i];
       if (u < acc) return cand_[i].second;
     }
+    // Rounding left u at or past the last sum: the last token that can be drawn.
+    for (size_t i = cand_.size(); i-- > 0;)
+      if (prob_[i] > 0) return cand_[i].second;
     return cand_.back().second;
   }
 

@@ -44,7 +44,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::deque<int32_t> recent_;
   std::vector<std::pair<float, int32_t>> cand_;  // reused between calls
-  std::vector<double> prob_;                      // likewise
+  std::vector<float> logit_, prob_;               // likewise
 };
 
 }  // namespace brisk

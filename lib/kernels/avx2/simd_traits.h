@@ -87,6 +87,8 @@ struct Vec {
     return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
   }
   static F zero_outside(F v, Mask m) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }
+  // v where x >= t, else 0.
+  static F zero_below(F v, F x, F t) { return _mm256_and_ps(v, _mm256_cmp_ps(x, t, _CMP_GE_OQ)); }
   static void store_tail(float* p, Mask m, F v) { _mm256_maskstore_ps(p, m, v); }
   // Lane l takes lane (l + s) mod kLanes.
   static F rotate_lanes(F v, int s) {

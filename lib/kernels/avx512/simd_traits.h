@@ -72,6 +72,8 @@ struct Vec {
   // The masked lanes of p, fill elsewhere.
   static F load_tail_or(const float* p, Mask m, F fill) { return _mm512_mask_loadu_ps(fill, m, p); }
   static F zero_outside(F v, Mask m) { return _mm512_maskz_mov_ps(m, v); }
+  // v where x >= t, else 0.
+  static F zero_below(F v, F x, F t) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, t, _CMP_GE_OQ), v); }
   static void store_tail(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
   // Lane l takes lane (l + s) mod kLanes.
   static F rotate_lanes(F v, int s) {

@@ -40,7 +40,16 @@ uint64_t read_sum(const void* p, size_t bytes, int /*streams*/, bool /*touch_pag
   return s + tail;
 }
 
-const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32, read_sum};
+double exp_sum(float* out, const float* x, int64_t n, float shift, float scale) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = (x[i] - shift) * scale;
+    sum += out[i] = a < kExpFloor ? 0.0f : std::exp(a);
+  }
+  return sum;
+}
+
+const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32, read_sum, exp_sum};
 
 }  // namespace
 
