@@ -13,10 +13,10 @@ use std::os::raw::{c_char, c_int, c_void};
 
 // ---- versions ---------------------------------------------------------------
 pub const BRISK_VERSION_MAJOR: u32 = 0;
-pub const BRISK_VERSION_MINOR: u32 = 6;
+pub const BRISK_VERSION_MINOR: u32 = 7;
 pub const BRISK_VERSION_PATCH: u32 = 0;
 pub const BRISK_ABI_VERSION_MAJOR: u32 = 0;
-pub const BRISK_ABI_VERSION_MINOR: u32 = 6;
+pub const BRISK_ABI_VERSION_MINOR: u32 = 7;
 
 // ---- status -----------------------------------------------------------------
 pub type brisk_status = c_int;
