@@ -391,6 +391,18 @@ extern "C" {
         needed: *mut usize,
     ) -> brisk_status;
 
+    // saved state (save/load added in ABI 0.4, resume in 0.7)
+    pub fn brisk_sequence_save_state(sequence: *const brisk_sequence, path: *const c_char) -> brisk_status;
+    pub fn brisk_sequence_load_state(
+        engine: *mut brisk_engine,
+        path: *const c_char,
+        out_sequence: *mut *mut brisk_sequence,
+    ) -> brisk_status;
+    pub fn brisk_sequence_resume(
+        sequence: *mut brisk_sequence,
+        options: *const brisk_generate_options,
+    ) -> brisk_status;
+
     // synthetic models
     pub fn brisk_synthesize_options_init_sized(options: *mut brisk_synthesize_options, size: usize);
     pub fn brisk_synthesize_model(path: *const c_char, options: *const brisk_synthesize_options) -> brisk_status;
