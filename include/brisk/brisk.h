@@ -870,7 +870,8 @@ BRISK_API brisk_status brisk_model_identity(const brisk_model *model, char *buf,
  * BRISK_ERR_UNSUPPORTED. A refused load changes nothing. Files are written
  * atomically (temporary, then rename). Libraries of ABI 0.4-0.6 read the
  * files of idle sequences and sessions that this one writes, and refuse
- * (BRISK_ERR_BAD_FORMAT) those of generating or finished sequences. */
+ * (BRISK_ERR_BAD_FORMAT) those of generating or finished sequences and of
+ * samplers with presence or frequency penalties, which they did not save. */
 
 /* Saves a sequence that is idle (its tokens evaluated, not generating; e.g.
  * after brisk_engine_step has read its prompt). Added in ABI 0.4.
