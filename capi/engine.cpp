@@ -72,6 +72,16 @@ brisk::SamplerParams sampler_params(const brisk_sampler_options* given) {
 
 }  // namespace
 
+namespace brisk::capi {
+Sequence::TokenCallback token_callback(brisk_engine* e, const brisk_generate_options& g) {
+  if (!g.token_fn) return nullptr;
+  // Once the engine is freed inside a callback, none is called again.
+  return [e, fn = g.token_fn, ud = g.token_user_data](int32_t token, const std::string& text) {
+    return !e->free_requested && fn(ud, token, text.c_str(), text.size()) == 0 && !e->free_requested;
+  };
+}
+}  // namespace brisk::capi
+
 extern "C" {
 
 static void fill_engine_options(brisk_engine_options* o) {
@@ -260,14 +270,8 @@ brisk_status brisk_sequence_generate(brisk_sequence* s, const brisk_sampler_opti
     if (!(p.repeat_penalty > 0) || p.temperature != p.temperature || p.top_p != p.top_p || p.min_p != p.min_p ||
         p.presence_penalty != p.presence_penalty || p.frequency_penalty != p.frequency_penalty)
       brisk::fail(BRISK_ERR_INVALID_ARGUMENT, "invalid sampler options (NaN, or repeat_penalty <= 0)");
-    brisk::Sequence::TokenCallback cb;
     brisk_engine* e = s->owner;
-    if (g.token_fn) {
-      // Once the engine is freed inside a callback, none is called again.
-      cb = [e, fn = g.token_fn, ud = g.token_user_data](int32_t token, const std::string& text) {
-        return !e->free_requested && fn(ud, token, text.c_str(), text.size()) == 0 && !e->free_requested;
-      };
-    }
+    brisk::Sequence::TokenCallback cb = brisk::capi::token_callback(e, g);
     s->gen = g;
     // An idle sequence samples its first token (and runs the callback) here.
     EngineBusy busy(e);

@@ -135,6 +135,9 @@ H* checked_sampler(H* s) {
   return s;
 }
 
+// A sequence's token callback from generate options (none if token_fn is NULL).
+Sequence::TokenCallback token_callback(brisk_engine* e, const brisk_generate_options& g);
+
 // A model's sessions and engines hold it; the last release frees a closed one.
 void hold_model(const brisk_model* m);
 void release_model(const brisk_model* m) noexcept;

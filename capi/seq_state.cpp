@@ -9,6 +9,7 @@ using brisk::capi::checked_sampler;
 using brisk::capi::checked_sequence;
 using brisk::capi::checked_session;
 using brisk::capi::copy_out;
+using brisk::capi::EngineBusy;
 using brisk::capi::guard;
 using brisk::capi::require;
 
@@ -36,6 +37,21 @@ brisk_status brisk_sequence_load_state(brisk_engine* e, const char* path, brisk_
     h->seq = brisk::SeqStateAccess::restore(*e->engine, saved);
     e->sequences.push_back(h.get());
     *out = h.release();
+  });
+}
+
+brisk_status brisk_sequence_resume(brisk_sequence* s, const brisk_generate_options* options) {
+  return guard([&] {
+    checked_sequence(s);
+    const brisk_generate_options g =
+        brisk::capi::merge_options(options, [](brisk_generate_options* p) { brisk_generate_options_init(p); });
+    brisk_engine* e = s->owner;
+    brisk::Sequence::TokenCallback cb = brisk::capi::token_callback(e, g);
+    s->seq->check_can_resume();  // a refused call changes nothing
+    s->gen = g;
+    // Loaded and already stepped, it samples its next token here.
+    EngineBusy busy(e);
+    s->seq->resume(std::move(cb));
   });
 }
 

@@ -73,14 +73,14 @@ extern "C" {
 /* These equal the project version and ABI of CMakeLists.txt (checked when
  * the library is built). */
 #define BRISK_VERSION_MAJOR 0
-#define BRISK_VERSION_MINOR 6
+#define BRISK_VERSION_MINOR 7
 #define BRISK_VERSION_PATCH 0
 /* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>);
  * functions added in ABI minor N carry the symbol version BRISK_<major>.N. */
 #define BRISK_ABI_VERSION_MAJOR 0
-#define BRISK_ABI_VERSION_MINOR 6
+#define BRISK_ABI_VERSION_MINOR 7
 
-/* "0.6.0": the library actually loaded, which may be newer than the header. */
+/* "0.7.0": the library actually loaded, which may be newer than the header. */
 BRISK_API const char *brisk_version(void);
 /* (major << 16) | minor of the loaded library's ABI. */
 BRISK_API uint32_t brisk_abi_version(void);
@@ -866,15 +866,47 @@ BRISK_API brisk_status brisk_model_identity(const brisk_model *model, char *buf,
  * KV cache types: loading it with another model, other cache types or a
  * too-small context fails with BRISK_ERR_INVALID_ARGUMENT (or
  * BRISK_ERR_CONTEXT_FULL) naming the difference; a damaged file with
- * BRISK_ERR_CHECKSUM. Files are written atomically (temporary, then rename). */
+ * BRISK_ERR_CHECKSUM; a file of a newer format than the library reads with
+ * BRISK_ERR_UNSUPPORTED. A refused load changes nothing. Files are written
+ * atomically (temporary, then rename). Libraries of ABI 0.4-0.6 read the
+ * files of idle sequences and sessions that this one writes, and refuse
+ * (BRISK_ERR_BAD_FORMAT) those of generating or finished sequences and of
+ * samplers with presence or frequency penalties, which they did not save. */
 
-/* Saves an idle sequence (its tokens evaluated, not generating; e.g. after
- * brisk_engine_step has read its prompt). Added in ABI 0.4. */
+/* Saves a sequence that is idle (its tokens evaluated, not generating; e.g.
+ * after brisk_engine_step has read its prompt). Added in ABI 0.4.
+ * Since ABI 0.7 also one that is generating, between brisk_engine_step
+ * calls (not inside a token callback): the file then also holds the
+ * generation (its sampler's settings, random state and penalty window, the
+ * tokens generated so far, max_tokens, stop_at_eos, text not yet passed to
+ * the callback), which brisk_sequence_resume continues; and one that has
+ * finished: its cache went with its slot, so the file holds its text (the
+ * last token generated at max_tokens included, as a session keeps it),
+ * which loading evaluates again. A sequence still reading queued tokens
+ * (BRISK_SEQ_PREFILL) is refused. */
 BRISK_API brisk_status brisk_sequence_save_state(const brisk_sequence *sequence, const char *path);
-/* A new idle sequence holding the saved context; continue it with
- * brisk_sequence_add_tokens / brisk_sequence_generate. Added in ABI 0.4. */
+/* A new sequence holding the saved context; continue it with
+ * brisk_sequence_add_tokens / brisk_sequence_generate. Added in ABI 0.4.
+ * Since ABI 0.7: tokens the file holds without their cache (a generating
+ * sequence's last sampled token, a finished sequence's text) are queued,
+ * so the sequence starts in BRISK_SEQ_PREFILL and steps evaluate them; a
+ * saved generation is kept for brisk_sequence_resume (brisk_sequence_generated
+ * gives its tokens so far) until tokens are added, the sequence is
+ * truncated or brisk_sequence_generate starts another. */
 BRISK_API brisk_status brisk_sequence_load_state(brisk_engine *engine, const char *path,
                                                  brisk_sequence **out_sequence);
+/* Continues the generation of a sequence loaded from a file saved while
+ * generating: the same sampler state, the rest of its max_tokens and its
+ * stop_at_eos, so it produces the tokens it would have produced had it not
+ * stopped (with the same cache types, threads and kernel plan, and the
+ * same company in each step: kernels sum in other orders for other batch
+ * widths). Callbacks cannot be saved, so options gives token_fn and
+ * token_user_data again (options may be NULL: no callback); its max_tokens
+ * and stop_at_eos are not used. Tokens then come from brisk_engine_step as
+ * after brisk_sequence_generate; if steps already evaluated the loaded
+ * sequence, its next token is sampled inside this call. A sequence with no
+ * saved generation gives BRISK_ERR_INVALID_ARGUMENT. Added in ABI 0.7. */
+BRISK_API brisk_status brisk_sequence_resume(brisk_sequence *sequence, const brisk_generate_options *options);
 /* Saves a session's context. Sessions do not keep their tokens, so the
  * caller passes the n_tokens it evaluated (n_tokens must equal the position).
  * sampler (may be NULL) adds its state (repetition window, random
@@ -883,10 +915,12 @@ BRISK_API brisk_status brisk_sequence_load_state(brisk_engine *engine, const cha
 BRISK_API brisk_status brisk_session_save_state(const brisk_session *session, const brisk_sampler *sampler,
                                                 const int32_t *tokens, size_t n_tokens, const char *path);
 /* Replaces the session's context with a saved one (and the sampler's state,
- * when sampler is not NULL and the file has one). Added in ABI 0.4. */
+ * when sampler is not NULL and the file has one). Added in ABI 0.4. A file
+ * of a generating or finished engine sequence (ABI 0.7) is refused with
+ * BRISK_ERR_INVALID_ARGUMENT: load it with brisk_sequence_load_state. */
 BRISK_API brisk_status brisk_session_load_state(brisk_session *session, brisk_sampler *sampler, const char *path);
 /* The tokens a state file holds (it is read and its checksum verified; no
- * model needed). Added in ABI 0.4. */
+ * model needed), those saved without their cache included. Added in ABI 0.4. */
 BRISK_API brisk_status brisk_state_file_tokens(const char *path, int32_t *tokens, size_t cap, size_t *needed);
 
 #ifdef __cplusplus

@@ -87,6 +87,7 @@ void Sequence::add_tokens(const int32_t* tokens, size_t n, float* all_logits) {
     all_from_ = pending_.size();
   }
   pending_.insert(pending_.end(), tokens, tokens + n);
+  if (n > 0) resumable_ = false;  // the saved generation continued other text
   if (n > 0 && state_ == SeqState::idle) state_ = SeqState::prefill;
 }
 
@@ -101,6 +102,7 @@ void Sequence::truncate(int n) {
   pos_ = n;
   context_.resize(static_cast<size_t>(n));
   logits_.clear();
+  resumable_ = false;
 }
 
 void Sequence::rollback(int n) {
@@ -150,6 +152,7 @@ void Sequence::begin(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCa
   for (size_t i = total > window ? total - window : 0; i < total; ++i)
     sampler.accept(i < context_.size() ? context_[i] : pending_[pending_done_ + i - context_.size()]);
   sampler_ = &sampler;
+  resumable_ = false;
   max_tokens_ = max_tokens;
   stop_at_eos_ = stop_at_eos;
   on_token_ = on_token ? std::make_shared<const TokenCallback>(std::move(on_token)) : nullptr;
@@ -168,6 +171,26 @@ void Sequence::begin(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCa
   on_logits(logits_.data(), static_cast<int>(logits_.size()));
 }
 
+void Sequence::check_can_resume() const {
+  engine_->check_not_in_step("resuming a generation");
+  if (!resumable_)
+    fail(BRISK_ERR_INVALID_ARGUMENT, "nothing to resume: only a sequence loaded from a state saved while generating "
+                                     "resumes, before tokens are added or another generation starts");
+}
+
+void Sequence::resume(TokenCallback on_token) {
+  check_can_resume();
+  resumable_ = false;
+  on_token_ = on_token ? std::make_shared<const TokenCallback>(std::move(on_token)) : nullptr;
+  want_generate_ = true;
+  // Loaded, the sampled token waits to be evaluated: the next step does it
+  // and samples on. If steps evaluated it already, sample now, as begin().
+  if (state_ != SeqState::idle) return;
+  Engine::CallbackScope scope(*engine_);
+  state_ = SeqState::generating;
+  on_logits(logits_.data(), static_cast<int>(logits_.size()));
+}
+
 // Ends a generation: pending UTF-8 goes to the callback (token -1), whatever
 // the reason. A persistent sequence then evaluates `unevaluated` (the last
 // token of a generation that reached max_tokens, if it fits), so that a
@@ -175,6 +198,7 @@ void Sequence::begin(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCa
 // sequence finishes and gives its slot back.
 void Sequence::finish(StopReason r, int32_t unevaluated) {
   stop_ = r;
+  unevaluated_ = unevaluated;
   want_generate_ = false;
   pending_.clear();
   pending_done_ = 0;

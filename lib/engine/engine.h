@@ -81,6 +81,14 @@ class Sequence {
   // The same with a sampler the caller owns (its random state carries over
   // between generations; its penalty history is set from the context).
   void generate(Sampler& sampler, int max_tokens, bool stop_at_eos, TokenCallback on_token);
+  // Continues the generation a state file saved between steps
+  // (engine/seq_state.h): its sampler, budget and generated tokens are the
+  // saved ones; only the callback is new. Possible while the loaded sequence
+  // is unchanged (stepping it is fine; adding tokens, truncating or a new
+  // generate drops the saved generation).
+  void resume(TokenCallback on_token);
+  void check_can_resume() const;
+  bool resumable() const { return resumable_; }
   // A persistent sequence keeps its slot when a generation stops: it goes
   // back to idle, the last token evaluated if max_tokens was reached (a
   // Session). Default: it finishes and gives its slot back.
@@ -129,6 +137,8 @@ class Sequence {
   std::vector<int32_t> generated_;
   std::vector<float> logits_;
   StopReason stop_ = StopReason::max_tokens;
+  int32_t unevaluated_ = -1;  // a finished generation's last token, not in the cache (max_tokens)
+  bool resumable_ = false;    // holds a generation loaded from a state file
 };
 
 class Engine {

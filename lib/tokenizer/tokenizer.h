@@ -129,6 +129,8 @@ class Utf8Stream {
   std::string push(std::string_view bytes);
   // Whatever is still pending (as U+FFFD if it never completed).
   std::string flush();
+  // The bytes of an incomplete character held for the next push (saved state).
+  const std::string& pending() const { return pending_; }
 
  private:
   std::string pending_;

@@ -463,6 +463,73 @@ func TestEngineEqualsSessions(t *testing.T) {
 	}
 }
 
+func TestSequenceSaveAndResume(t *testing.T) {
+	sampling := DefaultSamplerOptions()
+	sampling.Temperature, sampling.TopK, sampling.Seed = 0.8, 40, 7
+	file := filepath.Join(t.TempDir(), "seq.state")
+	var want []int32
+	{
+		m := openStories(t)
+		e, err := m.NewEngine(engineOpts(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		seq, _ := e.NewSequence()
+		if err := seq.AddText("Once upon a time", AddBOS); err != nil {
+			t.Fatal(err)
+		}
+		g := DefaultGenerateOptions()
+		g.MaxTokens, g.StopAtEOS = 30, false
+		if err := seq.Generate(&sampling, &g); err != nil {
+			t.Fatal(err)
+		}
+		for got, _ := seq.Generated(); len(got) < 10; got, _ = seq.Generated() {
+			if _, err := e.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := seq.SaveState(file); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		want, _ = seq.Generated()
+	}
+	m := openStories(t) // another handle, as another process would have
+	e, err := m.NewEngine(engineOpts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	seq, err := e.LoadSequence(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after []int32
+	g := DefaultGenerateOptions()
+	g.OnToken = func(tok int32, _ string) bool {
+		if tok >= 0 {
+			after = append(after, tok)
+		}
+		return true
+	}
+	if err := seq.Resume(&g); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := seq.Generated()
+	if len(want) != 30 || !equalIDs(got, want) || !equalIDs(after, want[10:]) {
+		t.Fatalf("resumed %v (callback %v), want %v", got, after, want)
+	}
+	if err := seq.Resume(nil); !errors.Is(err, StatusInvalidArgument) {
+		t.Fatalf("second resume: %v", err)
+	}
+}
+
 func TestEngineFork(t *testing.T) {
 	m := openStories(t)
 	e, err := m.NewEngine(engineOpts(4))

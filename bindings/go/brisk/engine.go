@@ -380,21 +380,81 @@ func (s *Sequence) Generate(sampling *SamplerOptions, opts *GenerateOptions) err
 	p := s.ptr
 	err = e.withCallbacks("generate", func() C.brisk_status { return C.brisk_sequence_generate(p, &sc, &c) })
 	runtime.KeepAlive(s)
+	e.keepCallback(p, h, err)
+	return err
+}
+
+// keepCallback records the token-callback handle h (0: none) that a
+// generate or resume call on p gave brisk.
+func (e *Engine) keepCallback(p *C.brisk_sequence, h cgo.Handle, err error) {
 	if h == 0 {
-		return err
+		return
 	}
 	if err != nil {
 		// brisk may already have stored the new callback before failing, so
 		// the handle lives as long as the sequence either way.
 		e.handles[p] = append(e.handles[p], h)
-		return err
+		return
 	}
 	// The old callback is gone from brisk: drop its handle.
 	for _, old := range e.handles[p] {
 		old.Delete()
 	}
 	e.handles[p] = []cgo.Handle{h}
-	return nil
+}
+
+// SaveState writes the sequence to path (atomically, with a checksum, tied
+// to the model and the cache types): an idle one; a generating one between
+// steps, with its generation (sampler state, budget, tokens so far), which
+// Resume continues after Engine.LoadSequence; or a finished one, whose text
+// is evaluated again on load. Not from inside a token callback.
+func (s *Sequence) SaveState(path string) error {
+	if err := s.check("save state"); err != nil {
+		return err
+	}
+	cpath := cstr(path)
+	defer C.free(unsafe.Pointer(cpath))
+	err := call("save state", func() C.brisk_status { return C.brisk_sequence_save_state(s.ptr, cpath) })
+	runtime.KeepAlive(s)
+	return err
+}
+
+// LoadSequence creates a sequence from a file SaveState wrote. Tokens saved
+// without their cache are queued (SeqPrefill); a saved generation waits for
+// Resume. Another model, other cache types or a damaged file are refused
+// with the reason (errors.Is(err, StatusChecksum), ...).
+func (e *Engine) LoadSequence(path string) (*Sequence, error) {
+	if err := e.check("load state"); err != nil {
+		return nil, err
+	}
+	e.collect()
+	cpath := cstr(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var p *C.brisk_sequence
+	if err := call("load state", func() C.brisk_status { return C.brisk_sequence_load_state(e.ptr, cpath, &p) }); err != nil {
+		return nil, err
+	}
+	return e.adopt(p), nil
+}
+
+// Resume continues the generation of a sequence loaded from a file saved
+// while generating: it produces the tokens it would have had it never
+// stopped. Callbacks are not saved, so opts gives OnToken again (opts may be
+// nil); the saved generation's MaxTokens and StopAtEOS apply, not opts'.
+func (s *Sequence) Resume(opts *GenerateOptions) error {
+	if err := s.check("resume"); err != nil {
+		return err
+	}
+	e := s.engine
+	c, h, err := opts.c("resume", &e.panics)
+	if err != nil {
+		return err
+	}
+	p := s.ptr
+	err = e.withCallbacks("resume", func() C.brisk_status { return C.brisk_sequence_resume(p, &c) })
+	runtime.KeepAlive(s)
+	e.keepCallback(p, h, err)
+	return err
 }
 
 // SequenceState is where a sequence is in its life.

@@ -13,10 +13,10 @@ use std::os::raw::{c_char, c_int, c_void};
 
 // ---- versions ---------------------------------------------------------------
 pub const BRISK_VERSION_MAJOR: u32 = 0;
-pub const BRISK_VERSION_MINOR: u32 = 6;
+pub const BRISK_VERSION_MINOR: u32 = 7;
 pub const BRISK_VERSION_PATCH: u32 = 0;
 pub const BRISK_ABI_VERSION_MAJOR: u32 = 0;
-pub const BRISK_ABI_VERSION_MINOR: u32 = 6;
+pub const BRISK_ABI_VERSION_MINOR: u32 = 7;
 
 // ---- status -----------------------------------------------------------------
 pub type brisk_status = c_int;
@@ -389,6 +389,18 @@ extern "C" {
         tokens: *mut i32,
         cap: usize,
         needed: *mut usize,
+    ) -> brisk_status;
+
+    // saved state (save/load added in ABI 0.4, resume in 0.7)
+    pub fn brisk_sequence_save_state(sequence: *const brisk_sequence, path: *const c_char) -> brisk_status;
+    pub fn brisk_sequence_load_state(
+        engine: *mut brisk_engine,
+        path: *const c_char,
+        out_sequence: *mut *mut brisk_sequence,
+    ) -> brisk_status;
+    pub fn brisk_sequence_resume(
+        sequence: *mut brisk_sequence,
+        options: *const brisk_generate_options,
     ) -> brisk_status;
 
     // synthetic models

@@ -4,13 +4,14 @@ use std::ffi::CString;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::os::raw::c_char;
+use std::path::Path;
 use std::ptr::{self, NonNull};
 
 use brisk_sys as sys;
 
 use crate::callback::{rethrow, AbortFn, AbortSlot, ErasedSlot, PanicSink, TokenSlot};
 use crate::error::{array_out, check, invalid, text_out, Result};
-use crate::model::{cstring, Flags, Model};
+use crate::model::{cstring, path_cstring, Flags, Model};
 use crate::session::{GenerateOptions, SamplerOptions};
 use crate::{Token, Type};
 
@@ -202,6 +203,18 @@ impl<'m> Engine<'m> {
         check(unsafe { sys::brisk_sequence_create(self.raw.as_ptr(), &mut raw) })?;
         Ok(Sequence::adopt(self, raw))
     }
+
+    /// A sequence from a file [`Sequence::save_state`] wrote. Tokens saved
+    /// without their cache are queued (`Prefill`); a saved generation waits
+    /// for [`Sequence::resume`]. Another model, other cache types or a
+    /// damaged file are refused with the reason (`Status::Checksum`, ...).
+    pub fn load_sequence(&self, path: impl AsRef<Path>) -> Result<Sequence<'_>> {
+        self.not_in_callback()?;
+        let cpath = path_cstring(path.as_ref())?;
+        let mut raw = ptr::null_mut();
+        check(unsafe { sys::brisk_sequence_load_state(self.raw.as_ptr(), cpath.as_ptr(), &mut raw) })?;
+        Ok(Sequence::adopt(self, raw))
+    }
 }
 
 impl Drop for Engine<'_> {
@@ -302,6 +315,49 @@ impl<'e> Sequence<'e> {
         }
         // On failure brisk may have stored the new callback already: keep it
         // until the sequence is freed.
+        self.slots.push(unsafe { NonNull::new_unchecked(slot as *mut (dyn ErasedSlot + 'e)) });
+        r
+    }
+
+    /// Writes the sequence to `path` (atomically, with a checksum, tied to
+    /// the model and the cache types): an idle one; a generating one between
+    /// steps, with its generation (sampler state, budget, tokens so far),
+    /// which [`Sequence::resume`] continues after [`Engine::load_sequence`];
+    /// or a finished one, whose text is evaluated again on load.
+    pub fn save_state(&self, path: impl AsRef<Path>) -> Result<()> {
+        let p = self.mutable()?;
+        let cpath = path_cstring(path.as_ref())?;
+        check(unsafe { sys::brisk_sequence_save_state(p, cpath.as_ptr()) })
+    }
+
+    /// Continues the generation of a sequence loaded from a file saved while
+    /// generating: it produces the tokens it would have had it never
+    /// stopped (its saved budget and `stop_at_eos` apply); poll
+    /// [`Sequence::generated`], which includes the tokens before the save.
+    pub fn resume(&mut self) -> Result<()> {
+        let p = self.mutable()?;
+        let c = GenerateOptions::default().to_c()?;
+        let r = self.engine.with_callbacks(|| check(unsafe { sys::brisk_sequence_resume(p, &c) }));
+        if r.is_ok() {
+            self.drop_slots();
+        }
+        r
+    }
+
+    /// [`Sequence::resume`] with a token callback (callbacks are not saved),
+    /// called as with [`Sequence::generate_with`].
+    pub fn resume_with<F>(&mut self, on_token: F) -> Result<()>
+    where
+        F: FnMut(Option<Token>, &str) -> bool + 'e,
+    {
+        let p = self.mutable()?;
+        let mut c = GenerateOptions::default().to_c()?;
+        let slot: *mut TokenSlot<F> = Box::into_raw(Box::new(TokenSlot::new(on_token, &self.engine.panic)));
+        TokenSlot::install(slot, &mut c);
+        let r = self.engine.with_callbacks(|| check(unsafe { sys::brisk_sequence_resume(p, &c) }));
+        if r.is_ok() {
+            self.drop_slots();
+        }
         self.slots.push(unsafe { NonNull::new_unchecked(slot as *mut (dyn ErasedSlot + 'e)) });
         r
     }

@@ -275,6 +275,43 @@ fn engine_sequences_equal_sessions() {
 }
 
 #[test]
+fn a_sequence_saved_mid_generation_resumes_with_the_same_tokens() {
+    let m = stories!();
+    let file = std::env::temp_dir().join(format!("brisk-rust-seq-{}.state", std::process::id()));
+    let sampling = SamplerOptions { temperature: 0.8, top_k: 40, seed: 7, ..Default::default() };
+    let opts = GenerateOptions { max_tokens: 30, stop_at_eos: false };
+    let want = {
+        let engine = m.engine(engine_opts(2)).unwrap();
+        let mut seq = engine.sequence().unwrap();
+        seq.add_text("Once upon a time", Flags::ADD_BOS).unwrap();
+        seq.generate(&sampling, &opts).unwrap();
+        while seq.generated().unwrap().len() < 10 {
+            engine.step().unwrap();
+        }
+        seq.save_state(&file).unwrap();
+        engine.run().unwrap();
+        seq.generated().unwrap()
+    };
+    assert_eq!(want.len(), 30);
+    let other = Model::open(test_file("models/stories260K.gguf").unwrap()).unwrap(); // as another process
+    let engine = other.engine(engine_opts(2)).unwrap();
+    let mut seq = engine.load_sequence(&file).unwrap();
+    assert_eq!(seq.state(), SequenceState::Prefill);
+    let after = Rc::new(RefCell::new(Vec::new()));
+    let sink = after.clone();
+    seq.resume_with(move |tok, _| {
+        sink.borrow_mut().extend(tok);
+        true
+    })
+    .unwrap();
+    engine.run().unwrap();
+    assert_eq!(seq.generated().unwrap(), want);
+    assert_eq!(&after.borrow()[..], &want[10..]);
+    assert_eq!(seq.resume().unwrap_err().status(), Status::InvalidArgument);
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
 fn forks_share_a_prefix() {
     let m = stories!();
     let engine = m.engine(engine_opts(4)).unwrap();
