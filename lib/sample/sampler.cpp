@@ -49,8 +49,10 @@ void Sampler::accept(int32_t token) {
 int32_t Sampler::sample(const float* logits, int n_vocab) {
   if (n_vocab <= 0) fail(BRISK_ERR_INVALID_ARGUMENT, "sampling from an empty vocabulary");
   check_logits(logits, n_vocab);
-  cand_.resize(static_cast<size_t>(n_vocab));
-  for (int i = 0; i < n_vocab; ++i) cand_[i] = {logits[i], i};
+  // The logits with penalties, in vocabulary order; the (logit, id) pairs
+  // are made only for the filters, which sort.
+  const size_t n_all = static_cast<size_t>(n_vocab);
+  logit_.assign(logits, logits + n_all);
 
   // Repetition penalty (as llama.cpp/CTRL): shrink positive logits, grow
   // negative ones, once per distinct recent token.
@@ -58,7 +60,7 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
     std::unordered_set<int32_t> seen(recent_.begin(), recent_.end());
     for (int32_t t : seen) {
       if (t < 0 || t >= n_vocab) continue;
-      float& l = cand_[t].first;
+      float& l = logit_[t];
       l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
     }
   }
@@ -68,16 +70,16 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
     for (int32_t t : recent_) ++count[t];
     for (const auto& [t, c] : count) {
       if (t < 0 || t >= n_vocab) continue;
-      cand_[t].first -= p_.presence_penalty + p_.frequency_penalty * static_cast<float>(c);
+      logit_[t] -= p_.presence_penalty + p_.frequency_penalty * static_cast<float>(c);
     }
   }
 
   if (p_.temperature <= 0.0f) {
     // Greedy; ties go to the lowest id, as argmax in llama.cpp and run.c.
     size_t best = 0;
-    for (size_t i = 1; i < cand_.size(); ++i)
-      if (cand_[i].first > cand_[best].first) best = i;
-    return cand_[best].second;
+    for (size_t i = 1; i < n_all; ++i)
+      if (logit_[i] > logit_[best]) best = i;
+    return static_cast<int32_t>(best);
   }
 
   // No filter (top-k off, top-p 1, min-p 0, as OpenAI-style requests ask by
@@ -85,25 +87,26 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
   // for every token (that sort, on the thread that runs the engine's steps,
   // cost more than a decode step's share of the matmuls), and its
   // exponentials are the vector kernel's, for the same reason.
-  if ((p_.top_k <= 0 || static_cast<size_t>(p_.top_k) >= cand_.size()) && p_.top_p >= 1.0f && p_.min_p <= 0.0f) {
-    logit_.resize(cand_.size());
-    float mx = cand_[0].first;
-    for (size_t i = 0; i < cand_.size(); ++i) mx = std::max(mx, logit_[i] = cand_[i].first);
-    prob_.resize(cand_.size());
-    const double total = kernels::vec_kernels().exp_sum(prob_.data(), logit_.data(), static_cast<int64_t>(cand_.size()),
-                                                         mx, 1.0f / p_.temperature);
+  if ((p_.top_k <= 0 || static_cast<size_t>(p_.top_k) >= n_all) && p_.top_p >= 1.0f && p_.min_p <= 0.0f) {
+    float mx = logit_[0];
+    for (float l : logit_) mx = std::max(mx, l);
+    prob_.resize(n_all);
+    const double total = kernels::vec_kernels().exp_sum(prob_.data(), logit_.data(), static_cast<int64_t>(n_all), mx,
+                                                         1.0f / p_.temperature);
     const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total;
     double acc = 0;
-    for (size_t i = 0; i < cand_.size(); ++i) {
+    for (size_t i = 0; i < n_all; ++i) {
       acc += prob_[i];
-      if (u < acc) return cand_[i].second;
+      if (u < acc) return static_cast<int32_t>(i);
     }
     // Rounding left u at or past the last sum: the last token that can be drawn.
-    for (size_t i = cand_.size(); i-- > 0;)
-      if (prob_[i] > 0) return cand_[i].second;
-    return cand_.back().second;
+    for (size_t i = n_all; i-- > 0;)
+      if (prob_[i] > 0) return static_cast<int32_t>(i);
+    return n_vocab - 1;
   }
 
+  cand_.resize(n_all);
+  for (size_t i = 0; i < n_all; ++i) cand_[i] = {logit_[i], static_cast<int32_t>(i)};
   auto by_logit = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
