@@ -61,5 +61,6 @@ static inline void brisk_go_quantize_options_init(brisk_quantize_options *o) { b
 static inline void brisk_go_calibrate_options_init(brisk_calibrate_options *o) { brisk_calibrate_options_init(o); }
 static inline void brisk_go_ppl_options_init(brisk_ppl_options *o) { brisk_ppl_options_init(o); }
 static inline void brisk_go_compare_options_init(brisk_compare_options *o) { brisk_compare_options_init(o); }
+static inline void brisk_go_chat_options_init(brisk_chat_options *o) { brisk_chat_options_init(o); }
 
 #endif

@@ -231,6 +231,34 @@ const (
 	TypeBF16 Type = C.BRISK_TYPE_BF16
 )
 
+// String is the type's lower-case name as the tools spell it ("q4_0",
+// "f16", "auto"; brisk_type_name), or "Type(N)" for a value that is not a
+// brisk type.
+func (t Type) String() string {
+	if n := C.brisk_type_name(C.brisk_type(t)); n != nil {
+		return C.GoString(n)
+	}
+	return fmt.Sprintf("Type(%d)", int32(t))
+}
+
+// TypeFromName gives the type named name (as Type.String spells it, in any
+// case); errors.Is(err, StatusNotFound) for an unknown name, whose message
+// lists the known ones.
+func TypeFromName(name string) (Type, error) {
+	cname := cstr(name)
+	defer C.free(unsafe.Pointer(cname))
+	var t C.brisk_type
+	if err := call("type from name", func() C.brisk_status { return C.brisk_type_from_name(cname, &t) }); err != nil {
+		return TypeAuto, err
+	}
+	return Type(t), nil
+}
+
+// PhysicalCores is the number of physical cores this process may run on
+// (SMT siblings counted once), at least 1: the thread count that NThreads 0
+// gives where an option says "one per physical core".
+func PhysicalCores() int { return int(C.brisk_physical_cores()) }
+
 // LogLevel is the severity of a message passed to ModelOptions.Log.
 type LogLevel int32
 

@@ -73,6 +73,43 @@ type Engine struct {
 	pending []*C.brisk_sequence // sequences the GC found unreachable
 }
 
+// c fills the C options, all but the abort callback; free releases the
+// CPU list's copy (brisk reads it during the call and does not keep it).
+func (o *EngineOptions) c() (c C.brisk_engine_options, free func()) {
+	C.brisk_go_engine_options_init(&c)
+	free = func() {}
+	if o == nil {
+		return c, free
+	}
+	c.n_ctx = C.uint32_t(o.NCtx)
+	c.n_seq_max = C.uint32_t(o.NSeqMax)
+	c.n_threads = C.uint32_t(o.NThreads)
+	c.n_batch = C.uint32_t(o.NBatch)
+	c.cache_type_k = C.int32_t(o.CacheTypeK)
+	c.cache_type_v = C.int32_t(o.CacheTypeV)
+	c.no_pin = cbool(o.NoPin)
+	c.memory_budget = C.uint64_t(o.MemoryBudget)
+	if o.CPUList != "" {
+		list := cstr(o.CPUList)
+		c.cpu_list = list
+		free = func() { C.free(unsafe.Pointer(list)) }
+	}
+	return c, free
+}
+
+// MaxSequences is the most sequences (at most opts.NSeqMax) an engine with
+// these options could hold within its memory budget, as NewEngine plans
+// it; 0 if not even one fits. Nothing is allocated. opts may be nil.
+func (m *Model) MaxSequences(opts *EngineOptions) (int, error) {
+	c, free := opts.c()
+	defer free()
+	var n C.uint32_t
+	err := m.with("engine max sequences", func(p *C.brisk_model) error {
+		return call("engine max sequences", func() C.brisk_status { return C.brisk_engine_max_sequences(p, &c, &n) })
+	})
+	return int(n), err
+}
+
 // NewEngine creates an engine on the model. opts may be nil.
 func (m *Model) NewEngine(opts *EngineOptions) (*Engine, error) {
 	p, err := m.acquire("create engine")
@@ -80,26 +117,11 @@ func (m *Model) NewEngine(opts *EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{model: m, handles: map[*C.brisk_sequence][]cgo.Handle{}}
-	var c C.brisk_engine_options
-	C.brisk_go_engine_options_init(&c)
-	if opts != nil {
-		c.n_ctx = C.uint32_t(opts.NCtx)
-		c.n_seq_max = C.uint32_t(opts.NSeqMax)
-		c.n_threads = C.uint32_t(opts.NThreads)
-		c.n_batch = C.uint32_t(opts.NBatch)
-		c.cache_type_k = C.int32_t(opts.CacheTypeK)
-		c.cache_type_v = C.int32_t(opts.CacheTypeV)
-		c.no_pin = cbool(opts.NoPin)
-		c.memory_budget = C.uint64_t(opts.MemoryBudget)
-		if opts.CPUList != "" {
-			// brisk reads the list during create and does not keep it.
-			c.cpu_list = cstr(opts.CPUList)
-			defer C.free(unsafe.Pointer(c.cpu_list))
-		}
-		if opts.Abort != nil {
-			e.abort = cgo.NewHandle(&abortCallback{fn: opts.Abort, panic: &e.panics})
-			C.brisk_go_engine_abort(&c, C.uintptr_t(e.abort))
-		}
+	c, free := opts.c()
+	defer free()
+	if opts != nil && opts.Abort != nil {
+		e.abort = cgo.NewHandle(&abortCallback{fn: opts.Abort, panic: &e.panics})
+		C.brisk_go_engine_abort(&c, C.uintptr_t(e.abort))
 	}
 	err = call("create engine", func() C.brisk_status { return C.brisk_engine_create(p, &c, &e.ptr) })
 	if err != nil {
@@ -401,6 +423,22 @@ func (e *Engine) keepCallback(p *C.brisk_sequence, h cgo.Handle, err error) {
 		old.Delete()
 	}
 	e.handles[p] = []cgo.Handle{h}
+}
+
+// Truncate forgets the sequence's tokens from position on (position <= its
+// Position; the sequence must be idle): a fork of a cached prompt cut back
+// to the part another prompt shares. Add at least one token before
+// generating.
+func (s *Sequence) Truncate(position int) error {
+	if err := s.check("truncate"); err != nil {
+		return err
+	}
+	if position < 0 {
+		return errorf("truncate", StatusInvalidArgument, "negative position %d", position)
+	}
+	err := call("truncate", func() C.brisk_status { return C.brisk_sequence_truncate(s.ptr, C.uint32_t(position)) })
+	runtime.KeepAlive(s)
+	return err
 }
 
 // SaveState writes the sequence to path (atomically, with a checksum, tied

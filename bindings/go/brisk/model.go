@@ -270,38 +270,100 @@ type ChatMessage struct {
 // (recognised from its tokenizer.chat_template) when template is "", else
 // one of "llama2", "llama3", "chatml", "mistral", "phi3". addAssistant
 // appends the start of the assistant's reply. Tokenize the result with
-// AddBOS|ParseSpecial.
+// AddBOS|ParseSpecial. A role or content holding a control token's text is
+// refused (errors.Is(err, StatusInvalidArgument)); see ChatRenderEx.
 func (m *Model) ChatRender(template string, messages []ChatMessage, addAssistant bool) (string, error) {
 	var ctmpl *C.char
 	if template != "" {
 		ctmpl = cstr(template)
 		defer C.free(unsafe.Pointer(ctmpl))
 	}
-	// Arrays of C pointers in C memory (Go memory may hold C pointers, but
-	// keeping it all in C is simplest to reason about).
-	n := len(messages)
-	var roles, contents **C.char
-	if n > 0 {
-		size := C.size_t(n) * C.size_t(unsafe.Sizeof((*C.char)(nil)))
-		roles = (**C.char)(C.malloc(size))
-		contents = (**C.char)(C.malloc(size))
-		defer C.free(unsafe.Pointer(roles))
-		defer C.free(unsafe.Pointer(contents))
-		rs := unsafe.Slice(roles, n)
-		cs := unsafe.Slice(contents, n)
-		for i, msg := range messages {
-			rs[i] = cstr(msg.Role)
-			cs[i] = cstr(msg.Content)
-		}
-		defer func() {
-			for i := range messages {
-				C.free(unsafe.Pointer(rs[i]))
-				C.free(unsafe.Pointer(cs[i]))
-			}
-		}()
-	}
+	roles, contents, free := chatArrays(messages)
+	defer free()
 	return m.text("chat render", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
-		return C.brisk_chat_render(p, ctmpl, roles, contents, C.size_t(n), cbool(addAssistant), buf, cap, needed)
+		return C.brisk_chat_render(p, ctmpl, roles, contents, C.size_t(len(messages)), cbool(addAssistant), buf, cap, needed)
+	})
+}
+
+// chatArrays copies the messages' roles and contents into arrays of C
+// strings in C memory (Go memory may hold C pointers, but keeping it all in
+// C is simplest to reason about); free releases them.
+func chatArrays(messages []ChatMessage) (roles, contents **C.char, free func()) {
+	n := len(messages)
+	if n == 0 {
+		return nil, nil, func() {}
+	}
+	size := C.size_t(n) * C.size_t(unsafe.Sizeof((*C.char)(nil)))
+	roles = (**C.char)(C.malloc(size))
+	contents = (**C.char)(C.malloc(size))
+	rs := unsafe.Slice(roles, n)
+	cs := unsafe.Slice(contents, n)
+	for i, msg := range messages {
+		rs[i] = cstr(msg.Role)
+		cs[i] = cstr(msg.Content)
+	}
+	return roles, contents, func() {
+		for i := range rs {
+			C.free(unsafe.Pointer(rs[i]))
+			C.free(unsafe.Pointer(cs[i]))
+		}
+		C.free(unsafe.Pointer(roles))
+		C.free(unsafe.Pointer(contents))
+	}
+}
+
+// ChatOptions are the settings of ChatRenderEx. Start from
+// DefaultChatOptions(); a nil *ChatOptions means the defaults.
+type ChatOptions struct {
+	// Template is "llama2", "llama3", "chatml", "mistral" or "phi3"; "": the
+	// model's own (from its tokenizer.chat_template).
+	Template string
+	// AddAssistant appends the start of the assistant's reply.
+	AddAssistant bool
+	// AllowControlTokens renders control-token text in roles and contents
+	// as it is (it becomes control tokens when tokenized with
+	// ParseSpecial). Only for trusted text; false refuses it, as ChatRender does.
+	AllowControlTokens bool
+}
+
+// DefaultChatOptions gives brisk_chat_options_init's defaults.
+func DefaultChatOptions() ChatOptions {
+	var c C.brisk_chat_options
+	C.brisk_go_chat_options_init(&c)
+	o := ChatOptions{AddAssistant: c.add_assistant != 0, AllowControlTokens: c.allow_control_tokens != 0}
+	if c.template_name != nil {
+		o.Template = C.GoString(c.template_name)
+	}
+	return o
+}
+
+// ChatRenderEx is ChatRender with options (brisk_chat_render_ex); opts may
+// be nil for the defaults.
+func (m *Model) ChatRenderEx(messages []ChatMessage, opts *ChatOptions) (string, error) {
+	var c C.brisk_chat_options
+	C.brisk_go_chat_options_init(&c)
+	if opts != nil {
+		if opts.Template != "" {
+			c.template_name = cstr(opts.Template)
+			defer C.free(unsafe.Pointer(c.template_name))
+		} else {
+			c.template_name = nil
+		}
+		c.add_assistant = cbool(opts.AddAssistant)
+		c.allow_control_tokens = cbool(opts.AllowControlTokens)
+	}
+	roles, contents, free := chatArrays(messages)
+	defer free()
+	return m.text("chat render", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_chat_render_ex(p, roles, contents, C.size_t(len(messages)), &c, buf, cap, needed)
+	})
+}
+
+// Identity is the model file's identity, 32 hex digits (an XXH3-128 of its
+// header, size and sampled tensor data): saved states are tied to it.
+func (m *Model) Identity() (string, error) {
+	return m.text("model identity", func(p *C.brisk_model, buf *C.char, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_model_identity(p, buf, cap, needed)
 	})
 }
 

@@ -3,6 +3,7 @@
 package brisk
 
 /*
+#include <stdlib.h>
 #include <brisk/brisk.h>
 #include "bridge.h"
 */
@@ -186,6 +187,63 @@ func (s *Session) Logits() ([]float32, error) {
 		return nil, err
 	}
 	return logits[:int(needed)], nil
+}
+
+// SaveState writes the session's context to path (atomically, with a
+// checksum, tied to the model and the cache types). Sessions do not keep
+// their tokens, so tokens are the ones it evaluated (len(tokens) must equal
+// Position). smp (may be nil) adds the sampler's state (repetition window,
+// random generator), so that sampling continues exactly as it would have.
+// The session must have logits (not just truncated).
+func (s *Session) SaveState(smp *Sampler, tokens []int32, path string) error {
+	var sp *C.brisk_sampler
+	if smp != nil {
+		if smp.ptr == nil {
+			return closedError("save state", "sampler")
+		}
+		sp = smp.ptr
+	}
+	cpath := cstr(path)
+	defer C.free(unsafe.Pointer(cpath))
+	err := s.run("save state", func(p *C.brisk_session) C.brisk_status {
+		return C.brisk_session_save_state(p, sp, int32Ptr(tokens), C.size_t(len(tokens)), cpath)
+	})
+	runtime.KeepAlive(tokens)
+	runtime.KeepAlive(smp)
+	return err
+}
+
+// LoadState replaces the session's context with one SaveState wrote (and
+// smp's state, when smp is not nil and the file has one). Another model,
+// other cache types or a damaged file are refused with the reason
+// (errors.Is(err, StatusChecksum), ...) and change nothing; so is a file of
+// a generating or finished engine sequence (use Engine.LoadSequence).
+func (s *Session) LoadState(smp *Sampler, path string) error {
+	var sp *C.brisk_sampler
+	if smp != nil {
+		if smp.ptr == nil {
+			return closedError("load state", "sampler")
+		}
+		sp = smp.ptr
+	}
+	cpath := cstr(path)
+	defer C.free(unsafe.Pointer(cpath))
+	err := s.run("load state", func(p *C.brisk_session) C.brisk_status {
+		return C.brisk_session_load_state(p, sp, cpath)
+	})
+	runtime.KeepAlive(smp)
+	return err
+}
+
+// StateFileTokens gives the tokens a state file holds (written by
+// Session.SaveState or Sequence.SaveState), those saved without their cache
+// included. The file is read and its checksum verified; no model is needed.
+func StateFileTokens(path string) ([]int32, error) {
+	cpath := cstr(path)
+	defer C.free(unsafe.Pointer(cpath))
+	return callTokens("state file tokens", 256, func(buf *C.int32_t, cap C.size_t, needed *C.size_t) C.brisk_status {
+		return C.brisk_state_file_tokens(cpath, buf, cap, needed)
+	})
 }
 
 // SamplerOptions are the settings of a Sampler (and of Sequence.Generate).

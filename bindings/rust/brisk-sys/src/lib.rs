@@ -183,6 +183,16 @@ pub const BRISK_SEQ_PREFILL: brisk_sequence_state = 1;
 pub const BRISK_SEQ_GENERATING: brisk_sequence_state = 2;
 pub const BRISK_SEQ_FINISHED: brisk_sequence_state = 3;
 
+/// Added in ABI 0.4.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct brisk_chat_options {
+    pub struct_size: u32,
+    pub template_name: *const c_char,
+    pub add_assistant: i32,
+    pub allow_control_tokens: i32,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct brisk_synthesize_options {
@@ -204,6 +214,10 @@ extern "C" {
     pub fn brisk_abi_version() -> u32;
     pub fn brisk_status_name(status: brisk_status) -> *const c_char;
     pub fn brisk_last_error() -> *const c_char;
+
+    // tensor types (added in ABI 0.4)
+    pub fn brisk_type_name(type_: brisk_type) -> *const c_char;
+    pub fn brisk_type_from_name(name: *const c_char, out_type: *mut brisk_type) -> brisk_status;
 
     // model
     pub fn brisk_model_options_init_sized(options: *mut brisk_model_options, size: usize);
@@ -285,6 +299,19 @@ extern "C" {
         cap: usize,
         needed: *mut usize,
     ) -> brisk_status;
+    /// Added in ABI 0.4.
+    pub fn brisk_chat_options_init_sized(options: *mut brisk_chat_options, size: usize);
+    /// Added in ABI 0.4.
+    pub fn brisk_chat_render_ex(
+        model: *const brisk_model,
+        roles: *const *const c_char,
+        contents: *const *const c_char,
+        n_messages: usize,
+        options: *const brisk_chat_options,
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> brisk_status;
 
     // sessions
     pub fn brisk_session_options_init_sized(options: *mut brisk_session_options, size: usize);
@@ -353,6 +380,8 @@ extern "C" {
         needed: *mut usize,
     ) -> brisk_status;
     pub fn brisk_engine_n_threads(engine: *const brisk_engine) -> u32;
+    /// Added in ABI 0.4.
+    pub fn brisk_physical_cores() -> u32;
     pub fn brisk_engine_step(engine: *mut brisk_engine, n_active: *mut u32) -> brisk_status;
     pub fn brisk_engine_read_bandwidth(
         engine: *mut brisk_engine,
@@ -390,17 +419,48 @@ extern "C" {
         cap: usize,
         needed: *mut usize,
     ) -> brisk_status;
+    /// Added in ABI 0.4.
+    pub fn brisk_sequence_truncate(sequence: *mut brisk_sequence, position: u32) -> brisk_status;
+    /// Added in ABI 0.4.
+    pub fn brisk_engine_max_sequences(
+        model: *const brisk_model,
+        options: *const brisk_engine_options,
+        out_n_seq: *mut u32,
+    ) -> brisk_status;
 
     // saved state (save/load added in ABI 0.4, resume in 0.7)
+    /// Added in ABI 0.4.
+    pub fn brisk_model_identity(
+        model: *const brisk_model,
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> brisk_status;
     pub fn brisk_sequence_save_state(sequence: *const brisk_sequence, path: *const c_char) -> brisk_status;
     pub fn brisk_sequence_load_state(
         engine: *mut brisk_engine,
         path: *const c_char,
         out_sequence: *mut *mut brisk_sequence,
     ) -> brisk_status;
-    pub fn brisk_sequence_resume(
-        sequence: *mut brisk_sequence,
-        options: *const brisk_generate_options,
+    pub fn brisk_sequence_resume(sequence: *mut brisk_sequence, options: *const brisk_generate_options)
+        -> brisk_status;
+    pub fn brisk_session_save_state(
+        session: *const brisk_session,
+        sampler: *const brisk_sampler,
+        tokens: *const i32,
+        n_tokens: usize,
+        path: *const c_char,
+    ) -> brisk_status;
+    pub fn brisk_session_load_state(
+        session: *mut brisk_session,
+        sampler: *mut brisk_sampler,
+        path: *const c_char,
+    ) -> brisk_status;
+    pub fn brisk_state_file_tokens(
+        path: *const c_char,
+        tokens: *mut i32,
+        cap: usize,
+        needed: *mut usize,
     ) -> brisk_status;
 
     // synthetic models
@@ -461,6 +521,15 @@ pub unsafe fn brisk_engine_options_init(options: *mut brisk_engine_options) {
 }
 
 /// Defaults for the struct as this crate declares it (the C header's
+/// `brisk_chat_options_init` macro does the same with `sizeof`).
+///
+/// # Safety
+/// `options` must point to writable memory for a `brisk_chat_options`.
+pub unsafe fn brisk_chat_options_init(options: *mut brisk_chat_options) {
+    brisk_chat_options_init_sized(options, core::mem::size_of::<brisk_chat_options>())
+}
+
+/// Defaults for the struct as this crate declares it (the C header's
 /// `brisk_synthesize_options_init` macro does the same with `sizeof`).
 ///
 /// # Safety
@@ -494,6 +563,7 @@ mod tests {
         same_size!(brisk_generate_options, brisk_generate_options_init);
         same_size!(brisk_engine_options, brisk_engine_options_init);
         same_size!(brisk_synthesize_options, brisk_synthesize_options_init);
+        same_size!(brisk_chat_options, brisk_chat_options_init);
         same_size!(brisk_convert_options, brisk_convert_options_init);
         same_size!(brisk_verify_options, brisk_verify_options_init);
         same_size!(brisk_pack_options, brisk_pack_options_init);
@@ -515,6 +585,10 @@ mod tests {
             let e = e.assume_init();
             assert!(e.n_seq_max == 8 && e.n_batch == 512 && e.cache_type_k == BRISK_TYPE_AUTO);
             assert_eq!(brisk_abi_version() >> 16, BRISK_ABI_VERSION_MAJOR);
+            let mut h = MaybeUninit::<brisk_chat_options>::zeroed();
+            brisk_chat_options_init(h.as_mut_ptr());
+            let h = h.assume_init();
+            assert!(h.template_name.is_null() && h.add_assistant == 1 && h.allow_control_tokens == 0);
             // Defaults at their offsets catch fields out of order.
             let mut p = MaybeUninit::<brisk_pack_options>::zeroed();
             brisk_pack_options_init(p.as_mut_ptr());

@@ -84,24 +84,32 @@ pub struct Engine<'m> {
 // deferred list is empty between calls and the abort closure is Send.
 unsafe impl Send for Engine<'_> {}
 
-impl<'m> Engine<'m> {
-    pub(crate) fn new(model: &'m Model, options: EngineOptions) -> Result<Engine<'m>> {
+impl EngineOptions {
+    /// The C options, all but the abort callback, and the CPU list they
+    /// point to (brisk reads it during the call and does not keep it).
+    pub(crate) fn to_c(&self) -> Result<(sys::brisk_engine_options, Option<CString>)> {
         let mut c = unsafe {
             let mut c = MaybeUninit::<sys::brisk_engine_options>::zeroed();
             sys::brisk_engine_options_init(c.as_mut_ptr());
             c.assume_init()
         };
-        c.n_ctx = options.n_ctx;
-        c.n_seq_max = options.n_seq_max;
-        c.n_threads = options.n_threads;
-        c.n_batch = options.n_batch;
-        c.cache_type_k = options.cache_type_k.code();
-        c.cache_type_v = options.cache_type_v.code();
-        c.no_pin = options.no_pin as i32;
-        c.memory_budget = options.memory_budget;
-        // brisk reads the CPU list during create and does not keep it.
-        let cpu_list: Option<CString> = options.cpu_list.as_deref().map(|s| cstring(s, "cpu list")).transpose()?;
+        c.n_ctx = self.n_ctx;
+        c.n_seq_max = self.n_seq_max;
+        c.n_threads = self.n_threads;
+        c.n_batch = self.n_batch;
+        c.cache_type_k = self.cache_type_k.code();
+        c.cache_type_v = self.cache_type_v.code();
+        c.no_pin = self.no_pin as i32;
+        c.memory_budget = self.memory_budget;
+        let cpu_list: Option<CString> = self.cpu_list.as_deref().map(|s| cstring(s, "cpu list")).transpose()?;
         c.cpu_list = cpu_list.as_ref().map_or(ptr::null(), |s| s.as_ptr() as *const c_char);
+        Ok((c, cpu_list))
+    }
+}
+
+impl<'m> Engine<'m> {
+    pub(crate) fn new(model: &'m Model, options: EngineOptions) -> Result<Engine<'m>> {
+        let (mut c, _cpu_list) = options.to_c()?;
         let mut abort = ptr::null_mut();
         if let Some(f) = options.abort {
             abort = AbortSlot::into_raw(f);
@@ -317,6 +325,15 @@ impl<'e> Sequence<'e> {
         // until the sequence is freed.
         self.slots.push(unsafe { NonNull::new_unchecked(slot as *mut (dyn ErasedSlot + 'e)) });
         r
+    }
+
+    /// Forgets the sequence's tokens from `position` on (`position` <= its
+    /// position; the sequence must be idle): a fork of a cached prompt cut
+    /// back to the part another prompt shares. Add at least one token
+    /// before generating.
+    pub fn truncate(&mut self, position: u32) -> Result<()> {
+        let p = self.mutable()?;
+        check(unsafe { sys::brisk_sequence_truncate(p, position) })
     }
 
     /// Writes the sequence to `path` (atomically, with a checksum, tied to

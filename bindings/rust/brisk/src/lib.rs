@@ -74,9 +74,13 @@ mod tools;
 pub use engine::{Engine, EngineOptions, Sequence, SequenceState};
 pub use error::{Error, Result, Status};
 pub use model::{
-    synthesize_model, synthetic_shapes, ChatMessage, Flags, LogFn, LogLevel, Model, ModelOptions, SynthesizeOptions,
+    synthesize_model, synthetic_shapes, ChatMessage, ChatOptions, Flags, LogFn, LogLevel, Model, ModelOptions,
+    SynthesizeOptions,
 };
-pub use session::{AbortFn, GenerateOptions, Generation, Sampler, SamplerOptions, Session, SessionOptions, StopReason};
+pub use session::{
+    state_file_tokens, AbortFn, GenerateOptions, Generation, Sampler, SamplerOptions, Session, SessionOptions,
+    StopReason,
+};
 
 // The toolchain: everything the `brisk` command does to files.
 pub use hooks::{Hooks, Mismatch, Progress, TensorInfo};
@@ -126,6 +130,29 @@ impl Type {
         }
     }
 
+    /// The lower-case name the tools spell it with ("q4_0", "f16", "auto";
+    /// `brisk_type_name`).
+    pub fn name(self) -> &'static str {
+        let p = unsafe { sys::brisk_type_name(self.code()) };
+        if p.is_null() {
+            return "?"; // a library older than this binding's types
+        }
+        // A static string in the library.
+        unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap_or("?")
+    }
+
+    /// The type named `name` (as [`Type::name`] gives it, in any case);
+    /// `Status::NotFound` for an unknown name, whose message lists the known
+    /// ones.
+    pub fn from_name(name: &str) -> Result<Type> {
+        let cname = model::cstring(name, "type name")?;
+        let mut code = sys::BRISK_TYPE_AUTO;
+        error::check(unsafe { sys::brisk_type_from_name(cname.as_ptr(), &mut code) })?;
+        Type::from_code(code).ok_or_else(|| {
+            Error::new(Status::Unsupported, format!("type {} ({}) is newer than this binding", name, code))
+        })
+    }
+
     /// The type of a C value; `None` for one this binding does not know.
     pub fn from_code(code: i32) -> Option<Type> {
         [
@@ -143,6 +170,19 @@ impl Type {
         .into_iter()
         .find(|t| t.code() == code)
     }
+}
+
+impl std::fmt::Display for Type {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The physical cores this process may run on (SMT siblings counted once),
+/// at least 1: the thread count that `n_threads: 0` gives where an option
+/// says "one per physical core".
+pub fn physical_cores() -> u32 {
+    unsafe { sys::brisk_physical_cores() }
 }
 
 /// The version of the libbrisk actually loaded, e.g. "0.1.0".

@@ -123,6 +123,58 @@ pub struct ChatMessage<'a> {
     pub content: &'a str,
 }
 
+/// Settings of [`Model::chat_render_with`]; `Default` gives brisk's
+/// defaults (`brisk_chat_options_init`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatOptions {
+    /// "llama2", "llama3", "chatml", "mistral" or "phi3"; `None`: the
+    /// model's own (from its tokenizer.chat_template).
+    pub template: Option<String>,
+    /// Append the start of the assistant's reply.
+    pub add_assistant: bool,
+    /// Render control-token text in roles and contents as it is (it becomes
+    /// control tokens when tokenized with `Flags::PARSE_SPECIAL`). Only for
+    /// trusted text; `false` refuses it, as [`Model::chat_render`] does.
+    pub allow_control_tokens: bool,
+}
+
+impl Default for ChatOptions {
+    fn default() -> Self {
+        let c = unsafe {
+            let mut c = std::mem::MaybeUninit::<sys::brisk_chat_options>::zeroed();
+            sys::brisk_chat_options_init(c.as_mut_ptr());
+            c.assume_init()
+        };
+        let template = if c.template_name.is_null() {
+            None
+        } else {
+            Some(unsafe { CStr::from_ptr(c.template_name) }.to_string_lossy().into_owned())
+        };
+        ChatOptions { template, add_assistant: c.add_assistant != 0, allow_control_tokens: c.allow_control_tokens != 0 }
+    }
+}
+
+/// The roles and contents of a conversation as arrays of C strings (which
+/// `_owned` keeps alive).
+struct ChatArrays {
+    _owned: Vec<CString>,
+    roles: Vec<*const c_char>,
+    contents: Vec<*const c_char>,
+}
+
+impl ChatArrays {
+    fn new(messages: &[ChatMessage]) -> Result<ChatArrays> {
+        let mut owned = Vec::with_capacity(messages.len() * 2);
+        for m in messages {
+            owned.push(cstring(m.role, "role")?);
+            owned.push(cstring(m.content, "content")?);
+        }
+        let roles = owned.iter().step_by(2).map(|s| s.as_ptr()).collect();
+        let contents = owned.iter().skip(1).step_by(2).map(|s| s.as_ptr()).collect();
+        Ok(ChatArrays { _owned: owned, roles, contents })
+    }
+}
+
 pub(crate) fn cstring(s: &str, what: &str) -> Result<CString> {
     CString::new(s).map_err(|_| invalid(format!("{} contains a NUL byte", what)))
 }
@@ -276,23 +328,19 @@ impl Model {
     /// Renders a conversation in a chat format: the model's own (from its
     /// tokenizer.chat_template) when `template` is `None`, else "llama2",
     /// "llama3", "chatml", "mistral" or "phi3". Tokenize the result with
-    /// `Flags::ADD_BOS | Flags::PARSE_SPECIAL`.
+    /// `Flags::ADD_BOS | Flags::PARSE_SPECIAL`. A role or content holding a
+    /// control token's text is refused (`Status::InvalidArgument`); see
+    /// [`Model::chat_render_with`].
     pub fn chat_render(&self, template: Option<&str>, messages: &[ChatMessage], add_assistant: bool) -> Result<String> {
         let template = template.map(|t| cstring(t, "template name")).transpose()?;
-        let mut owned = Vec::with_capacity(messages.len() * 2);
-        for m in messages {
-            owned.push(cstring(m.role, "role")?);
-            owned.push(cstring(m.content, "content")?);
-        }
-        let roles: Vec<*const c_char> = owned.iter().step_by(2).map(|s| s.as_ptr()).collect();
-        let contents: Vec<*const c_char> = owned.iter().skip(1).step_by(2).map(|s| s.as_ptr()).collect();
+        let arrays = ChatArrays::new(messages)?;
         let tmpl = template.as_ref().map_or(ptr::null(), |t| t.as_ptr());
         text_out(|buf, cap, needed| unsafe {
             sys::brisk_chat_render(
                 self.raw(),
                 tmpl,
-                roles.as_ptr(),
-                contents.as_ptr(),
+                arrays.roles.as_ptr(),
+                arrays.contents.as_ptr(),
                 messages.len(),
                 add_assistant as i32,
                 buf,
@@ -300,6 +348,49 @@ impl Model {
                 needed,
             )
         })
+    }
+
+    /// [`Model::chat_render`] with options (`brisk_chat_render_ex`).
+    pub fn chat_render_with(&self, messages: &[ChatMessage], options: &ChatOptions) -> Result<String> {
+        let template = options.template.as_deref().map(|t| cstring(t, "template name")).transpose()?;
+        let mut c = unsafe {
+            let mut c = std::mem::MaybeUninit::<sys::brisk_chat_options>::zeroed();
+            sys::brisk_chat_options_init(c.as_mut_ptr());
+            c.assume_init()
+        };
+        c.template_name = template.as_ref().map_or(ptr::null(), |t| t.as_ptr());
+        c.add_assistant = options.add_assistant as i32;
+        c.allow_control_tokens = options.allow_control_tokens as i32;
+        let arrays = ChatArrays::new(messages)?;
+        text_out(|buf, cap, needed| unsafe {
+            sys::brisk_chat_render_ex(
+                self.raw(),
+                arrays.roles.as_ptr(),
+                arrays.contents.as_ptr(),
+                messages.len(),
+                &c,
+                buf,
+                cap,
+                needed,
+            )
+        })
+    }
+
+    /// The model file's identity, 32 hex digits (an XXH3-128 of its header,
+    /// size and sampled tensor data): saved states are tied to it.
+    pub fn identity(&self) -> Result<String> {
+        text_out(|buf, cap, needed| unsafe { sys::brisk_model_identity(self.raw(), buf, cap, needed) })
+    }
+
+    /// The most sequences (at most `options.n_seq_max`) an engine with these
+    /// options could hold within its memory budget, as [`Model::engine`]
+    /// plans it; 0 if not even one fits. Nothing is allocated (and
+    /// `options.abort` is not used).
+    pub fn max_sequences(&self, options: &EngineOptions) -> Result<u32> {
+        let (c, _cpu_list) = options.to_c()?;
+        let mut n = 0u32;
+        check(unsafe { sys::brisk_engine_max_sequences(self.raw(), &c, &mut n) })?;
+        Ok(n)
     }
 
     /// A session (one sequence with its own KV cache) on this model.

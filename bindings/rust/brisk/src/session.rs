@@ -2,6 +2,7 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+use std::path::Path;
 use std::ptr::{self, NonNull};
 
 use brisk_sys as sys;
@@ -9,7 +10,7 @@ use brisk_sys as sys;
 pub use crate::callback::AbortFn;
 use crate::callback::{rethrow, AbortSlot, TokenSlot};
 use crate::error::{array_out, check, invalid, Result};
-use crate::model::Model;
+use crate::model::{path_cstring, Model};
 use crate::{Token, Type};
 
 fn init<T>(f: unsafe fn(*mut T)) -> T {
@@ -144,6 +145,32 @@ impl<'m> Session<'m> {
         })
     }
 
+    /// Writes the session's context to `path` (atomically, with a checksum,
+    /// tied to the model and the cache types). Sessions do not keep their
+    /// tokens, so `tokens` are the ones it evaluated (as many as its
+    /// position). `sampler` adds its state (repetition window, random
+    /// generator), so that sampling continues exactly as it would have. The
+    /// session must have logits (not just truncated).
+    pub fn save_state(&self, sampler: Option<&Sampler>, tokens: &[Token], path: impl AsRef<Path>) -> Result<()> {
+        let cpath = path_cstring(path.as_ref())?;
+        let smp = sampler.map_or(ptr::null(), |s| s.raw.as_ptr() as *const _);
+        check(unsafe {
+            sys::brisk_session_save_state(self.raw.as_ptr(), smp, tokens.as_ptr(), tokens.len(), cpath.as_ptr())
+        })
+    }
+
+    /// Replaces the session's context with one [`Session::save_state`] wrote
+    /// (and `sampler`'s state, when given and the file has one). Another
+    /// model, other cache types or a damaged file are refused with the
+    /// reason (`Status::Checksum`, ...) and change nothing; so is a file of
+    /// a generating or finished engine sequence (use
+    /// [`crate::Engine::load_sequence`]).
+    pub fn load_state(&mut self, sampler: Option<&mut Sampler>, path: impl AsRef<Path>) -> Result<()> {
+        let cpath = path_cstring(path.as_ref())?;
+        let smp = sampler.map_or(ptr::null_mut(), |s| s.raw.as_ptr());
+        check(unsafe { sys::brisk_session_load_state(self.raw.as_ptr(), smp, cpath.as_ptr()) })
+    }
+
     /// Samples, evaluates and reports tokens until a stop condition; the
     /// prompt must have been evaluated first.
     pub fn generate(&mut self, sampler: &mut Sampler, options: &GenerateOptions) -> Result<Generation> {
@@ -196,6 +223,14 @@ impl Drop for Session<'_> {
             AbortSlot::free(self.abort);
         }
     }
+}
+
+/// The tokens a state file holds (written by [`Session::save_state`] or
+/// [`crate::Sequence::save_state`]), those saved without their cache
+/// included. The file is read and its checksum verified; no model is needed.
+pub fn state_file_tokens(path: impl AsRef<Path>) -> Result<Vec<Token>> {
+    let cpath = path_cstring(path.as_ref())?;
+    array_out(256, |buf, cap, needed| unsafe { sys::brisk_state_file_tokens(cpath.as_ptr(), buf, cap, needed) })
 }
 
 /// Settings of a [`Sampler`]; `Default` gives brisk's defaults.

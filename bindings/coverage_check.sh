@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# coverage_check.sh BINDINGS_DIR HEADER...
+# Every function a header declares (BRISK_API) has a binding in both
+# languages, in the bindings' own code (tests do not count):
+#  - Go:   called as C.<name>( in BINDINGS_DIR/go/brisk/*.go (not *_test.go);
+#  - Rust: declared as `pub fn <name>(` in BINDINGS_DIR/rust/brisk-sys/src/,
+#          and called as sys::<name>( in BINDINGS_DIR/rust/brisk/src/.
+# An option struct's brisk_X_options_init_sized is bound the way each
+# binding does it: Go calls C.brisk_go_X_options_init (bridge.h wraps the
+# header's brisk_X_options_init macro around it), Rust calls
+# sys::brisk_X_options_init (brisk-sys's helper that passes the size,
+# written out or made by its options_init! macro).
+set -eu
+dir=$1
+shift
+go=$dir/go/brisk
+sys=$dir/rust/brisk-sys/src
+safe=$dir/rust/brisk/src
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The declared names, one per line.
+awk '/BRISK_API[^(]*brisk_[a-z0-9_]+\(/ {
+  line = $0; sub(/\(.*/, "", line); n = split(line, w, /[ *]+/); print w[n]
+}' "$@" | sort -u > "$tmp/declared"
+[ -s "$tmp/declared" ] || { echo "no BRISK_API declarations found in $*"; exit 1; }
+
+# The bindings' code as one text per language part (tests left out).
+find "$go" -maxdepth 1 -name '*.go' ! -name '*_test.go' -exec cat {} + > "$tmp/go"
+cat "$go/bridge.h" > "$tmp/bridge"
+find "$sys" -name '*.rs' -exec cat {} + > "$tmp/sys"
+find "$safe" -name '*.rs' -exec cat {} + > "$tmp/safe"
+
+has() { grep -Fq -- "$1" "$2"; }
+
+status=0
+n=0
+while read -r f; do
+  n=$((n + 1))
+  case $f in
+  *_options_init_sized)
+    init=${f%_sized}          # brisk_X_options_init
+    stem=${init#brisk_}       # X_options_init
+    if ! has "C.brisk_go_$stem(" "$tmp/go" || ! has "$init(o)" "$tmp/bridge"; then
+      echo "$f: no Go binding (C.brisk_go_$stem( in $go/*.go, wrapping $init in bridge.h)"
+      status=1
+    fi
+    # The helper is written out or made by brisk-sys's options_init! macro.
+    if ! has "pub fn $f(" "$tmp/sys" ||
+      { ! has "pub unsafe fn $init(" "$tmp/sys" && ! grep -Eq "$init\([a-z0-9_]+\) => $f;" "$tmp/sys"; }; then
+      echo "$f: no brisk-sys declaration (pub fn $f( and its helper $init in $sys)"
+      status=1
+    fi
+    if ! has "sys::$init(" "$tmp/safe" && ! has "sys::$init)" "$tmp/safe"; then
+      echo "$f: not used by the safe Rust crate (sys::$init in $safe)"
+      status=1
+    fi
+    ;;
+  *)
+    if ! has "C.$f(" "$tmp/go"; then
+      echo "$f: no Go binding (C.$f( in $go/*.go)"
+      status=1
+    fi
+    if ! has "pub fn $f(" "$tmp/sys"; then
+      echo "$f: no brisk-sys declaration (pub fn $f( in $sys)"
+      status=1
+    fi
+    if ! has "sys::$f(" "$tmp/safe"; then
+      echo "$f: no safe Rust binding (sys::$f( in $safe)"
+      status=1
+    fi
+    ;;
+  esac
+done < "$tmp/declared"
+[ "$status" -eq 0 ] && echo "ok: all $n functions of $* are bound in Go and in Rust (brisk-sys and the safe crate)"
+exit "$status"
