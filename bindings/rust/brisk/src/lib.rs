@@ -153,22 +153,23 @@ impl Type {
         })
     }
 
+    /// Every type this binding knows.
+    pub const ALL: [Type; 10] = [
+        Type::Auto,
+        Type::F32,
+        Type::F16,
+        Type::Q4_0,
+        Type::Q4_1,
+        Type::Q8_0,
+        Type::Q4K,
+        Type::Q5K,
+        Type::Q6K,
+        Type::BF16,
+    ];
+
     /// The type of a C value; `None` for one this binding does not know.
     pub fn from_code(code: i32) -> Option<Type> {
-        [
-            Type::Auto,
-            Type::F32,
-            Type::F16,
-            Type::Q4_0,
-            Type::Q4_1,
-            Type::Q8_0,
-            Type::Q4K,
-            Type::Q5K,
-            Type::Q6K,
-            Type::BF16,
-        ]
-        .into_iter()
-        .find(|t| t.code() == code)
+        Type::ALL.into_iter().find(|t| t.code() == code)
     }
 }
 

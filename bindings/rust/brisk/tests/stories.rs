@@ -442,18 +442,7 @@ fn synthetic_models() {
 #[test]
 fn type_names_round_trip() {
     use brisk::Type;
-    let all = [
-        Type::Auto,
-        Type::F32,
-        Type::F16,
-        Type::Q4_0,
-        Type::Q4_1,
-        Type::Q8_0,
-        Type::Q4K,
-        Type::Q5K,
-        Type::Q6K,
-        Type::BF16,
-    ];
+    let all = Type::ALL;
     let mut seen = std::collections::HashSet::new();
     for t in all {
         let name = t.name();
