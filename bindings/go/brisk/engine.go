@@ -32,6 +32,11 @@ type EngineOptions struct {
 	// MemoryBudget is the memory the engine may plan for, in bytes; 0: what
 	// the machine has available.
 	MemoryBudget uint64
+	// PinCaller (with NoPin false) also pins the calling thread, which
+	// computes as thread 0, to the first core or the first CPU of CPUList
+	// while the engine exists. Lock the goroutine to its thread
+	// (runtime.LockOSThread) to use it.
+	PinCaller bool
 	// Abort is polled during Step, on the stepping goroutine; returning true
 	// cancels the step (errors.Is(err, StatusCancelled)).
 	Abort func() bool
@@ -44,7 +49,7 @@ func DefaultEngineOptions() EngineOptions {
 	o := EngineOptions{
 		NCtx: uint32(c.n_ctx), NSeqMax: uint32(c.n_seq_max), NThreads: uint32(c.n_threads), NBatch: uint32(c.n_batch),
 		CacheTypeK: Type(c.cache_type_k), CacheTypeV: Type(c.cache_type_v), NoPin: c.no_pin != 0,
-		MemoryBudget: uint64(c.memory_budget),
+		MemoryBudget: uint64(c.memory_budget), PinCaller: c.pin_caller != 0,
 	}
 	if c.cpu_list != nil {
 		o.CPUList = C.GoString(c.cpu_list)
@@ -89,6 +94,7 @@ func (o *EngineOptions) c() (c C.brisk_engine_options, free func()) {
 	c.cache_type_v = C.int32_t(o.CacheTypeV)
 	c.no_pin = cbool(o.NoPin)
 	c.memory_budget = C.uint64_t(o.MemoryBudget)
+	c.pin_caller = cbool(o.PinCaller)
 	if o.CPUList != "" {
 		list := cstr(o.CPUList)
 		c.cpu_list = list

@@ -10,6 +10,7 @@ package brisk
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/cgo"
 	"strings"
@@ -30,33 +31,95 @@ type ModelOptions struct {
 	// opening: ErrChecksum if something differs, ErrNotFound without a
 	// manifest. Reads the whole file once.
 	Verify bool
+	// Mlock locks the model's pages in RAM so they are never paged out;
+	// when the OS refuses, ErrOutOfMemory with the RLIMIT_MEMLOCK numbers.
+	Mlock bool
+	// NoMmap reads the file into anonymous memory instead of mapping it
+	// (network filesystems).
+	NoMmap bool
+	// PlanMode says how the matrix kernels are chosen (PlanDefault: the
+	// BRISK_PLAN environment variable if set, else PlanAuto).
+	PlanMode PlanMode
+	// PlanCacheDir is the directory of cached kernel plans; "": $BRISK_CACHE_DIR,
+	// else $XDG_CACHE_HOME/brisk, else ~/.cache/brisk.
+	PlanCacheDir string
+	// PlanThreads is the thread count a plan is measured with; 0: one per
+	// physical core.
+	PlanThreads uint32
+}
+
+// PlanMode says how a model's matrix kernels are chosen (brisk_plan_mode);
+// Model.KernelPlan says which plan was used.
+type PlanMode int32
+
+const (
+	// PlanDefault: $BRISK_PLAN (auto, fixed or measure) if set, else PlanAuto.
+	PlanDefault PlanMode = C.BRISK_PLAN_DEFAULT
+	// PlanAuto: the cached plan if valid, else measure and cache it.
+	PlanAuto PlanMode = C.BRISK_PLAN_AUTO
+	// PlanFixed: each instruction set's default kernels; reproducible,
+	// nothing measured.
+	PlanFixed PlanMode = C.BRISK_PLAN_FIXED
+	// PlanMeasure: measure even if a plan is cached, then cache it (brisk tune).
+	PlanMeasure PlanMode = C.BRISK_PLAN_MEASURE
+)
+
+func (m PlanMode) String() string {
+	switch m {
+	case PlanDefault:
+		return "default"
+	case PlanAuto:
+		return "auto"
+	case PlanFixed:
+		return "fixed"
+	case PlanMeasure:
+		return "measure"
+	}
+	return fmt.Sprintf("PlanMode(%d)", int32(m))
 }
 
 // DefaultModelOptions gives brisk_model_options_init's defaults.
 func DefaultModelOptions() ModelOptions {
 	var c C.brisk_model_options
 	C.brisk_go_model_options_init(&c)
-	return ModelOptions{LogLevel: LogLevel(c.log_level), VocabOnly: c.vocab_only != 0, Verify: c.verify != 0}
+	o := ModelOptions{
+		LogLevel: LogLevel(c.log_level), VocabOnly: c.vocab_only != 0, Verify: c.verify != 0,
+		Mlock: c.mlock != 0, NoMmap: c.no_mmap != 0, PlanMode: PlanMode(c.plan_mode), PlanThreads: uint32(c.plan_threads),
+	}
+	if c.plan_cache_dir != nil {
+		o.PlanCacheDir = C.GoString(c.plan_cache_dir)
+	}
+	return o
 }
 
 // cOptions fills the C struct; the returned handle (0 if none) must be kept
-// while the model lives.
-func (o *ModelOptions) cOptions() (C.brisk_model_options, cgo.Handle, *logCallback) {
-	var c C.brisk_model_options
+// while the model lives, and free (which releases the plan cache
+// directory's copy) called once the call that reads them has returned.
+func (o *ModelOptions) cOptions() (c C.brisk_model_options, h cgo.Handle, cb *logCallback, free func()) {
 	C.brisk_go_model_options_init(&c)
+	free = func() {}
 	if o == nil {
-		return c, 0, nil
+		return c, 0, nil, free
 	}
 	c.log_level = C.brisk_log_level(o.LogLevel)
 	c.vocab_only = cbool(o.VocabOnly)
 	c.verify = cbool(o.Verify)
-	if o.Log == nil {
-		return c, 0, nil
+	c.mlock = C.int64_t(cbool(o.Mlock))
+	c.no_mmap = C.int64_t(cbool(o.NoMmap))
+	c.plan_mode = C.int64_t(o.PlanMode)
+	c.plan_threads = C.int64_t(o.PlanThreads)
+	if o.PlanCacheDir != "" {
+		dir := cstr(o.PlanCacheDir)
+		c.plan_cache_dir = dir
+		free = func() { C.free(unsafe.Pointer(dir)) }
 	}
-	cb := &logCallback{fn: o.Log}
-	h := cgo.NewHandle(cb)
+	if o.Log == nil {
+		return c, 0, nil, free
+	}
+	cb = &logCallback{fn: o.Log}
+	h = cgo.NewHandle(cb)
 	C.brisk_go_model_log(&c, C.uintptr_t(h))
-	return c, h, cb
+	return c, h, cb, free
 }
 
 // Model is an opened GGUF model: weights, tokenizer and metadata. It is
@@ -73,7 +136,8 @@ type Model struct {
 func OpenModel(path string, opts *ModelOptions) (*Model, error) {
 	cpath := cstr(path)
 	defer C.free(unsafe.Pointer(cpath))
-	c, h, cb := opts.cOptions()
+	c, h, cb, free := opts.cOptions()
+	defer free()
 	var ptr *C.brisk_model
 	err := call("open model "+path, func() C.brisk_status { return C.brisk_model_open(cpath, &c, &ptr) })
 	return newModel(ptr, h, cb, err)
@@ -412,7 +476,8 @@ func SynthesizeModel(path string, opts *SynthesizeOptions) error {
 // OpenSyntheticModel makes a synthetic model in memory and opens it; nothing
 // is left on disk. Either options may be nil.
 func OpenSyntheticModel(synth *SynthesizeOptions, opts *ModelOptions) (*Model, error) {
-	c, h, cb := opts.cOptions()
+	c, h, cb, free := opts.cOptions()
+	defer free()
 	var ptr *C.brisk_model
 	err := synth.withC(func(s *C.brisk_synthesize_options) error {
 		return call("open synthetic model", func() C.brisk_status { return C.brisk_model_open_synthetic(s, &c, &ptr) })

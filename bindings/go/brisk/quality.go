@@ -56,6 +56,18 @@ type QuantizeOptions struct {
 	EvalFile      string // evaluate on this text instead of the held-out split
 	EvalOnCalib   bool   // evaluate on the calibration text (flagged in the report)
 	EvalMaxChunks uint32 // 0: 64; math.MaxUint32: all
+	// CalibrationData are the calibration data files (as given to
+	// Calibrate) for the KL measurement and the held-out evaluation; they
+	// must hash as the statistics record (ErrInvalidArgument otherwise).
+	// Paths recorded in a statistics file are never opened on its word:
+	// with none, sensitivity falls back to weighted error and the report
+	// has no held-out figures.
+	CalibrationData []string
+	// Reading the input model (with a calibration it is opened twice, to
+	// run and to quantize): Mlock locks it in RAM (ErrOutOfMemory naming
+	// RLIMIT_MEMLOCK when the OS refuses); NoMmap reads it into anonymous
+	// memory instead of mapping it.
+	Mlock, NoMmap bool
 	OnProgress    func(Progress)
 	Log           func(level LogLevel, message string)
 	OnTensor      func(TensorInfo)
@@ -69,6 +81,7 @@ func DefaultQuantizeOptions() QuantizeOptions {
 		NThreads: uint32(c.n_threads), TargetSize: uint64(c.target_size), TargetBPW: float64(c.target_bpw),
 		SensitivityProxyOnly: c.sensitivity_proxy_only != 0, SensitivityTokens: uint32(c.sensitivity_tokens),
 		Report: c.report != 0, EvalOnCalib: c.eval_on_calib != 0, EvalMaxChunks: uint32(c.eval_max_chunks),
+		Mlock: c.mlock != 0, NoMmap: c.no_mmap != 0,
 	}
 	if c._type != nil {
 		o.Preset = C.GoString(c._type)
@@ -107,6 +120,10 @@ func Quantize(ctx context.Context, inputPath, outputPath string, opts *QuantizeO
 	defer C.free(unsafe.Pointer(c.eval_file))
 	c.eval_on_calib = cbool(opts.EvalOnCalib)
 	c.eval_max_chunks = C.uint32_t(opts.EvalMaxChunks)
+	cd, freeCD := cStrings(opts.CalibrationData)
+	defer freeCD()
+	c.calibration_data, c.n_calibration_data = cd, C.size_t(len(opts.CalibrationData))
+	c.mlock, c.no_mmap = C.int64_t(cbool(opts.Mlock)), C.int64_t(cbool(opts.NoMmap))
 	k := &hooks{progress: opts.OnProgress, log: opts.Log, tensor: opts.OnTensor}
 	return runHooked(ctx, "quantize "+inputPath, k,
 		func(h C.uintptr_t, which C.uint) { C.brisk_go_quantize_hooks(&c, h, which) },
@@ -127,8 +144,12 @@ type CalibrateOptions struct {
 	Resume            bool
 	NThreads          uint32
 	CheckpointSeconds uint32 // partial file saved this often; 0: 60
-	OnProgress        func(Progress)
-	Log               func(level LogLevel, message string)
+	// Loading the model: Mlock locks it in RAM (ErrOutOfMemory naming
+	// RLIMIT_MEMLOCK when the OS refuses); NoMmap reads it into anonymous
+	// memory instead of mapping it.
+	Mlock, NoMmap bool
+	OnProgress    func(Progress)
+	Log           func(level LogLevel, message string)
 }
 
 // DefaultCalibrateOptions gives brisk_calibrate_options_init's defaults.
@@ -138,6 +159,7 @@ func DefaultCalibrateOptions() CalibrateOptions {
 	o := CalibrateOptions{
 		NCtx: uint32(c.n_ctx), MaxTokens: uint64(c.max_tokens), Holdout: float32(c.holdout),
 		Resume: c.resume != 0, NThreads: uint32(c.n_threads), CheckpointSeconds: uint32(c.checkpoint_seconds),
+		Mlock: c.mlock != 0, NoMmap: c.no_mmap != 0,
 	}
 	if c.jsonl_field != nil {
 		o.JSONLField = C.GoString(c.jsonl_field)
@@ -172,6 +194,7 @@ func Calibrate(ctx context.Context, modelPath, outputPath string, data []string,
 	c.resume = cbool(opts.Resume)
 	c.n_threads = C.uint32_t(opts.NThreads)
 	c.checkpoint_seconds = C.uint32_t(opts.CheckpointSeconds)
+	c.mlock, c.no_mmap = C.int64_t(cbool(opts.Mlock)), C.int64_t(cbool(opts.NoMmap))
 	k := &hooks{progress: opts.OnProgress, log: opts.Log}
 	return runHooked(ctx, "calibrate "+modelPath, k,
 		func(h C.uintptr_t, which C.uint) { C.brisk_go_calibrate_hooks(&c, h, which) },

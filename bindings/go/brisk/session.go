@@ -24,6 +24,15 @@ type SessionOptions struct {
 	// KV cache element types (TypeF32, TypeF16, TypeQ8_0, TypeQ4_0 or TypeAuto).
 	CacheTypeK, CacheTypeV Type
 	NoPin                  bool // do not pin worker threads to cores
+	// PinCaller (with NoPin false) also pins the calling thread, which
+	// computes as thread 0, to the first core while the session exists;
+	// its CPU mask is given back when the session is closed on that thread.
+	// Lock the goroutine to its thread (runtime.LockOSThread) to use it.
+	PinCaller bool
+	// MemoryBudget is the memory the session may plan for, in bytes; 0:
+	// what the machine (its cgroup, MemAvailable) has available. Too small
+	// a budget fails NewSession with ErrOutOfMemory and the numbers.
+	MemoryBudget uint64
 	// Abort is polled between forward-pass chunks and layers, on the
 	// goroutine that called Eval or Generate; returning true cancels the call
 	// (errors.Is(err, StatusCancelled)).
@@ -37,6 +46,7 @@ func DefaultSessionOptions() SessionOptions {
 	return SessionOptions{
 		NCtx: uint32(c.n_ctx), NThreads: uint32(c.n_threads), NBatch: uint32(c.n_batch),
 		CacheTypeK: Type(c.cache_type_k), CacheTypeV: Type(c.cache_type_v), NoPin: c.no_pin != 0,
+		PinCaller: c.pin_caller != 0, MemoryBudget: uint64(c.memory_budget),
 	}
 }
 
@@ -67,6 +77,8 @@ func (m *Model) NewSession(opts *SessionOptions) (*Session, error) {
 		c.cache_type_k = C.int32_t(opts.CacheTypeK)
 		c.cache_type_v = C.int32_t(opts.CacheTypeV)
 		c.no_pin = cbool(opts.NoPin)
+		c.pin_caller = cbool(opts.PinCaller)
+		c.memory_budget = C.uint64_t(opts.MemoryBudget)
 		if opts.Abort != nil {
 			s.aborter = &abortCallback{fn: opts.Abort, panic: &s.panics}
 			s.abort = cgo.NewHandle(s.aborter)
@@ -256,6 +268,11 @@ type SamplerOptions struct {
 	RepeatPenalty float32 // 1: off
 	RepeatLastN   int32   // tokens looked back for the penalty
 	Seed          uint64  // same seed, model and prompt: same text
+	// OpenAI-style penalties over the last RepeatLastN tokens: a token's
+	// logit is lowered by PresencePenalty once it appears there, plus
+	// FrequencyPenalty times its count. 0: off.
+	PresencePenalty  float32
+	FrequencyPenalty float32
 }
 
 // DefaultSamplerOptions gives brisk_sampler_options_init's defaults.
@@ -265,6 +282,7 @@ func DefaultSamplerOptions() SamplerOptions {
 	return SamplerOptions{
 		Temperature: float32(c.temperature), TopK: int32(c.top_k), TopP: float32(c.top_p), MinP: float32(c.min_p),
 		RepeatPenalty: float32(c.repeat_penalty), RepeatLastN: int32(c.repeat_last_n), Seed: uint64(c.seed),
+		PresencePenalty: float32(c.presence_penalty), FrequencyPenalty: float32(c.frequency_penalty),
 	}
 }
 
@@ -287,6 +305,8 @@ func (o *SamplerOptions) c() C.brisk_sampler_options {
 		c.repeat_penalty = C.float(o.RepeatPenalty)
 		c.repeat_last_n = C.int32_t(o.RepeatLastN)
 		c.seed = C.uint64_t(o.Seed)
+		c.presence_penalty = C.float(o.PresencePenalty)
+		c.frequency_penalty = C.float(o.FrequencyPenalty)
 	}
 	return c
 }

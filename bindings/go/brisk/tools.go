@@ -115,17 +115,21 @@ type ConvertOptions struct {
 	Type Type
 	// Name is general.name; "": the directory's name (Hugging Face) or
 	// "llama" (llama2.c).
-	Name       string
-	NThreads   uint32 // 0: all cores
-	OnProgress func(Progress)
-	Log        func(level LogLevel, message string) // warnings such as type fallbacks
+	Name     string
+	NThreads uint32 // 0: all cores
+	// Mlock locks the input in RAM while it is read (ErrOutOfMemory naming
+	// RLIMIT_MEMLOCK when the OS refuses); NoMmap reads it into anonymous
+	// memory instead of mapping it (network filesystems).
+	Mlock, NoMmap bool
+	OnProgress    func(Progress)
+	Log           func(level LogLevel, message string) // warnings such as type fallbacks
 }
 
 // DefaultConvertOptions gives brisk_convert_options_init's defaults.
 func DefaultConvertOptions() ConvertOptions {
 	var c C.brisk_convert_options
 	C.brisk_go_convert_options_init(&c)
-	return ConvertOptions{Type: Type(c._type), NThreads: uint32(c.n_threads)}
+	return ConvertOptions{Type: Type(c._type), NThreads: uint32(c.n_threads), Mlock: c.mlock != 0, NoMmap: c.no_mmap != 0}
 }
 
 func convert(ctx context.Context, op string, o *ConvertOptions, f func(c *C.brisk_convert_options) C.brisk_status) error {
@@ -139,6 +143,7 @@ func convert(ctx context.Context, op string, o *ConvertOptions, f func(c *C.bris
 	c.name = optString(o.Name)
 	defer C.free(unsafe.Pointer(c.name))
 	c.n_threads = C.uint32_t(o.NThreads)
+	c.mlock, c.no_mmap = C.int64_t(cbool(o.Mlock)), C.int64_t(cbool(o.NoMmap))
 	k := &hooks{progress: o.OnProgress, log: o.Log}
 	return runHooked(ctx, op, k, func(h C.uintptr_t, which C.uint) { C.brisk_go_convert_hooks(&c, h, which) },
 		func() C.brisk_status { return f(&c) })
@@ -173,8 +178,12 @@ func ConvertLlama2c(ctx context.Context, modelPath, tokenizerPath, outPath strin
 // VerifyOptions are the settings of Verify and AddManifest. Start from
 // DefaultVerifyOptions(); nil means the defaults.
 type VerifyOptions struct {
-	NThreads   uint32 // 0: all cores
-	OnProgress func(Progress)
+	NThreads uint32 // 0: all cores
+	// Reading a GGUF (a bundle is streamed, and ignores them): Mlock locks
+	// it in RAM (ErrOutOfMemory naming RLIMIT_MEMLOCK when the OS refuses);
+	// NoMmap reads it into anonymous memory instead of mapping it.
+	Mlock, NoMmap bool
+	OnProgress    func(Progress)
 	// OnMismatch receives every difference Verify finds (before it returns
 	// ErrChecksum).
 	OnMismatch func(Mismatch)
@@ -184,7 +193,7 @@ type VerifyOptions struct {
 func DefaultVerifyOptions() VerifyOptions {
 	var c C.brisk_verify_options
 	C.brisk_go_verify_options_init(&c)
-	return VerifyOptions{NThreads: uint32(c.n_threads)}
+	return VerifyOptions{NThreads: uint32(c.n_threads), Mlock: c.mlock != 0, NoMmap: c.no_mmap != 0}
 }
 
 func (o *VerifyOptions) run(ctx context.Context, op string, f func(c *C.brisk_verify_options) C.brisk_status) error {
@@ -195,6 +204,7 @@ func (o *VerifyOptions) run(ctx context.Context, op string, f func(c *C.brisk_ve
 	var c C.brisk_verify_options
 	C.brisk_go_verify_options_init(&c)
 	c.n_threads = C.uint32_t(o.NThreads)
+	c.mlock, c.no_mmap = C.int64_t(cbool(o.Mlock)), C.int64_t(cbool(o.NoMmap))
 	k := &hooks{progress: o.OnProgress, mismatch: o.OnMismatch}
 	return runHooked(ctx, op, k, func(h C.uintptr_t, which C.uint) { C.brisk_go_verify_hooks(&c, h, which) },
 		func() C.brisk_status { return f(&c) })
@@ -235,15 +245,22 @@ type PackOptions struct {
 	// LongDistance is zstd's long-distance matching: -1 auto, 0 off, 1 on.
 	LongDistance int32
 	NThreads     uint32 // 0: all cores
-	OnProgress   func(Progress)
-	Log          func(level LogLevel, message string)
+	// Reading the GGUF Pack compresses: Mlock locks it in RAM
+	// (ErrOutOfMemory naming RLIMIT_MEMLOCK when the OS refuses); NoMmap
+	// reads it into anonymous memory instead of mapping it.
+	Mlock, NoMmap bool
+	OnProgress    func(Progress)
+	Log           func(level LogLevel, message string)
 }
 
 // DefaultPackOptions gives brisk_pack_options_init's defaults.
 func DefaultPackOptions() PackOptions {
 	var c C.brisk_pack_options
 	C.brisk_go_pack_options_init(&c)
-	return PackOptions{Level: int32(c.level), LongDistance: int32(c.long_distance), NThreads: uint32(c.n_threads)}
+	return PackOptions{
+		Level: int32(c.level), LongDistance: int32(c.long_distance), NThreads: uint32(c.n_threads),
+		Mlock: c.mlock != 0, NoMmap: c.no_mmap != 0,
+	}
 }
 
 func (o *PackOptions) run(ctx context.Context, op string, f func(c *C.brisk_pack_options) C.brisk_status) error {
@@ -256,6 +273,7 @@ func (o *PackOptions) run(ctx context.Context, op string, f func(c *C.brisk_pack
 	c.level = C.int32_t(o.Level)
 	c.long_distance = C.int32_t(o.LongDistance)
 	c.n_threads = C.uint32_t(o.NThreads)
+	c.mlock, c.no_mmap = C.int64_t(cbool(o.Mlock)), C.int64_t(cbool(o.NoMmap))
 	k := &hooks{progress: o.OnProgress, log: o.Log}
 	return runHooked(ctx, op, k, func(h C.uintptr_t, which C.uint) { C.brisk_go_pack_hooks(&c, h, which) },
 		func() C.brisk_status { return f(&c) })
