@@ -115,7 +115,23 @@ pub struct brisk_model_options {
     pub log_level: brisk_log_level,
     pub vocab_only: i32,
     pub verify: i32,
+    /// Added in ABI 0.4: lock the model's pages in RAM (mlock).
+    pub mlock: i64,
+    /// Added in ABI 0.4: read the file into memory instead of mapping it.
+    pub no_mmap: i64,
+    /// Added in ABI 0.5: one of brisk_plan_mode.
+    pub plan_mode: i64,
+    /// Added in ABI 0.5: directory of cached kernel plans; null: the default.
+    pub plan_cache_dir: *const c_char,
+    /// Added in ABI 0.5: threads a plan is measured with (0: one per physical core).
+    pub plan_threads: i64,
 }
+
+pub type brisk_plan_mode = c_int;
+pub const BRISK_PLAN_DEFAULT: brisk_plan_mode = 0;
+pub const BRISK_PLAN_AUTO: brisk_plan_mode = 1;
+pub const BRISK_PLAN_FIXED: brisk_plan_mode = 2;
+pub const BRISK_PLAN_MEASURE: brisk_plan_mode = 3;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -129,6 +145,10 @@ pub struct brisk_session_options {
     pub cache_type_k: i32,
     pub cache_type_v: i32,
     pub no_pin: i32,
+    /// Added in ABI 0.4.
+    pub pin_caller: i32,
+    /// Added in ABI 0.4.
+    pub memory_budget: u64,
 }
 
 #[repr(C)]
@@ -142,6 +162,9 @@ pub struct brisk_sampler_options {
     pub repeat_penalty: f32,
     pub repeat_last_n: i32,
     pub seed: u64,
+    /// Added in ABI 0.4.
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
 }
 
 pub type brisk_stop_reason = c_int;
@@ -175,6 +198,8 @@ pub struct brisk_engine_options {
     pub abort_fn: brisk_abort_fn,
     pub abort_user_data: *mut c_void,
     pub memory_budget: u64,
+    /// Added in ABI 0.4.
+    pub pin_caller: i32,
 }
 
 pub type brisk_sequence_state = c_int;

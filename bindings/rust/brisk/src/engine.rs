@@ -35,6 +35,10 @@ pub struct EngineOptions {
     pub cpu_list: Option<String>,
     /// Memory the engine may plan for, in bytes; 0: what the machine has.
     pub memory_budget: u64,
+    /// With `no_pin` false, also pin the calling thread, which computes as
+    /// thread 0, to the first core or the first CPU of `cpu_list` while the
+    /// engine exists.
+    pub pin_caller: bool,
     /// Polled during [`Engine::step`]; `true` cancels the step.
     pub abort: Option<AbortFn>,
 }
@@ -56,6 +60,7 @@ impl Default for EngineOptions {
             no_pin: c.no_pin != 0,
             cpu_list: None,
             memory_budget: c.memory_budget,
+            pin_caller: c.pin_caller != 0,
             abort: None,
         }
     }
@@ -101,6 +106,7 @@ impl EngineOptions {
         c.cache_type_v = self.cache_type_v.code();
         c.no_pin = self.no_pin as i32;
         c.memory_budget = self.memory_budget;
+        c.pin_caller = self.pin_caller as i32;
         let cpu_list: Option<CString> = self.cpu_list.as_deref().map(|s| cstring(s, "cpu list")).transpose()?;
         c.cpu_list = cpu_list.as_ref().map_or(ptr::null(), |s| s.as_ptr() as *const c_char);
         Ok((c, cpu_list))

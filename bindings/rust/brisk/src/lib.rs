@@ -74,6 +74,7 @@ mod tools;
 pub use engine::{Engine, EngineOptions, Sequence, SequenceState};
 pub use error::{Error, Result, Status};
 pub use model::{
+    PlanMode,
     synthesize_model, synthetic_shapes, ChatMessage, ChatOptions, Flags, LogFn, LogLevel, Model, ModelOptions,
     SynthesizeOptions,
 };

@@ -2,7 +2,7 @@
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 
 use brisk_sys as sys;
@@ -42,6 +42,40 @@ impl LogLevel {
     }
 }
 
+/// How a model's matrix kernels are chosen (`brisk_plan_mode`);
+/// [`Model::kernel_plan`] says which plan was used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PlanMode {
+    /// `$BRISK_PLAN` (auto, fixed or measure) if set, else `Auto`.
+    Default,
+    /// The cached plan if valid, else measure and cache it.
+    Auto,
+    /// Each instruction set's default kernels: reproducible, nothing measured.
+    Fixed,
+    /// Measure even if a plan is cached, then cache it (brisk tune).
+    Measure,
+}
+
+impl PlanMode {
+    /// Every mode this binding knows.
+    pub const ALL: [PlanMode; 4] = [PlanMode::Default, PlanMode::Auto, PlanMode::Fixed, PlanMode::Measure];
+
+    /// The C value (`brisk_plan_mode`).
+    pub fn code(self) -> i32 {
+        match self {
+            PlanMode::Default => sys::BRISK_PLAN_DEFAULT,
+            PlanMode::Auto => sys::BRISK_PLAN_AUTO,
+            PlanMode::Fixed => sys::BRISK_PLAN_FIXED,
+            PlanMode::Measure => sys::BRISK_PLAN_MEASURE,
+        }
+    }
+
+    /// The mode of a C value; `None` for one this binding does not know.
+    pub fn from_code(code: i64) -> Option<PlanMode> {
+        PlanMode::ALL.into_iter().find(|m| i64::from(m.code()) == code)
+    }
+}
+
 /// Tokenizer flags: combine with `|`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Flags(pub u32);
@@ -76,6 +110,19 @@ pub struct ModelOptions {
     /// `Status::Checksum` if something differs, `Status::NotFound` without
     /// a manifest. Reads the whole file once.
     pub verify: bool,
+    /// Lock the model's pages in RAM so they are never paged out; when the
+    /// OS refuses, `Status::OutOfMemory` with the RLIMIT_MEMLOCK numbers.
+    pub mlock: bool,
+    /// Read the file into anonymous memory instead of mapping it (network
+    /// filesystems).
+    pub no_mmap: bool,
+    /// How the matrix kernels are chosen.
+    pub plan_mode: PlanMode,
+    /// Directory of cached kernel plans; `None`: `$BRISK_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/brisk`, else `~/.cache/brisk`.
+    pub plan_cache_dir: Option<PathBuf>,
+    /// Threads a plan is measured with; 0: one per physical core.
+    pub plan_threads: u32,
 }
 
 impl Default for ModelOptions {
@@ -90,13 +137,20 @@ impl Default for ModelOptions {
             log_level: LogLevel::from_code(c.log_level),
             vocab_only: c.vocab_only != 0,
             verify: c.verify != 0,
+            mlock: c.mlock != 0,
+            no_mmap: c.no_mmap != 0,
+            plan_mode: PlanMode::from_code(c.plan_mode).unwrap_or(PlanMode::Default),
+            plan_cache_dir: None,
+            plan_threads: c.plan_threads.max(0) as u32,
         }
     }
 }
 
 impl ModelOptions {
-    /// The C options and the log slot they point to (null without a log).
-    fn into_c(self) -> (sys::brisk_model_options, *mut LogSlot) {
+    /// The C options, the plan cache directory they point to (keep it
+    /// until the call has returned) and the log slot (null without a log).
+    fn into_c(self) -> Result<(sys::brisk_model_options, Option<CString>, *mut LogSlot)> {
+        let plan_cache_dir = self.plan_cache_dir.as_deref().map(path_cstring).transpose()?;
         let mut c = unsafe {
             let mut c = std::mem::MaybeUninit::<sys::brisk_model_options>::zeroed();
             sys::brisk_model_options_init(c.as_mut_ptr());
@@ -105,13 +159,18 @@ impl ModelOptions {
         c.log_level = self.log_level.code();
         c.vocab_only = self.vocab_only as i32;
         c.verify = self.verify as i32;
+        c.mlock = self.mlock as i64;
+        c.no_mmap = self.no_mmap as i64;
+        c.plan_mode = i64::from(self.plan_mode.code());
+        c.plan_cache_dir = plan_cache_dir.as_ref().map_or(ptr::null(), |d| d.as_ptr());
+        c.plan_threads = i64::from(self.plan_threads);
         let mut slot = ptr::null_mut();
         if let Some(f) = self.log {
             slot = LogSlot::into_raw(f);
             c.log_fn = LogSlot::trampoline();
             c.log_user_data = slot as *mut _;
         }
-        (c, slot)
+        Ok((c, plan_cache_dir, slot))
     }
 }
 
@@ -203,7 +262,7 @@ impl Model {
 
     pub fn open_with(path: impl AsRef<Path>, options: ModelOptions) -> Result<Model> {
         let cpath = path_cstring(path.as_ref())?;
-        let (c, slot) = options.into_c();
+        let (c, _plan_cache_dir, slot) = options.into_c()?;
         let mut raw = ptr::null_mut();
         let r = check(unsafe { sys::brisk_model_open(cpath.as_ptr(), &c, &mut raw) });
         Model::finish_open(r, raw, slot)
@@ -212,7 +271,7 @@ impl Model {
     /// Makes a model with random weights in memory (nothing is left on disk).
     pub fn open_synthetic(synth: &SynthesizeOptions, options: ModelOptions) -> Result<Model> {
         let s = synth.to_c()?;
-        let (c, slot) = options.into_c();
+        let (c, _plan_cache_dir, slot) = options.into_c()?;
         let mut raw = ptr::null_mut();
         let r = check(unsafe { sys::brisk_model_open_synthetic(&s.c, &c, &mut raw) });
         Model::finish_open(r, raw, slot)

@@ -3,6 +3,7 @@
 // divergence, greedy comparison).
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 
@@ -80,6 +81,19 @@ pub struct QuantizeOptions {
     pub eval_on_calib: bool,
     /// 0: 64; `u32::MAX`: all.
     pub eval_max_chunks: u32,
+    /// The calibration data files (as given to [`calibrate`]) for the KL
+    /// measurement and the held-out evaluation; they must hash as the
+    /// statistics record (`Status::InvalidArgument` otherwise). Paths
+    /// recorded in a statistics file are never opened on its word: with
+    /// none, sensitivity falls back to weighted error and the report has no
+    /// held-out figures.
+    pub calibration_data: Vec<PathBuf>,
+    /// Reading the input model (with a calibration it is opened twice, to
+    /// run and to quantize): lock it in RAM (`Status::OutOfMemory` naming
+    /// RLIMIT_MEMLOCK when the OS refuses).
+    pub mlock: bool,
+    /// Read the input model into anonymous memory instead of mapping it.
+    pub no_mmap: bool,
 }
 
 impl Default for QuantizeOptions {
@@ -103,6 +117,9 @@ impl Default for QuantizeOptions {
             eval_file: None,
             eval_on_calib: c.eval_on_calib != 0,
             eval_max_chunks: c.eval_max_chunks,
+            calibration_data: Vec::new(),
+            mlock: c.mlock != 0,
+            no_mmap: c.no_mmap != 0,
         }
     }
 }
@@ -121,6 +138,10 @@ pub fn quantize(
     let overrides = CStrings::new(&options.tensor_types, "tensor type")?;
     let calibration = opt_path(&options.calibration)?;
     let eval_file = opt_path(&options.eval_file)?;
+    let calibration_data = CStrings::new(
+        options.calibration_data.iter().map(|p| p.as_os_str().as_bytes()),
+        "calibration data path",
+    )?;
     let mut c = c_defaults!(sys::brisk_quantize_options, sys::brisk_quantize_options_init);
     if preset.is_some() {
         c.type_ = ptr_of(&preset);
@@ -137,6 +158,10 @@ pub fn quantize(
     c.eval_file = ptr_of(&eval_file);
     c.eval_on_calib = options.eval_on_calib as i32;
     c.eval_max_chunks = options.eval_max_chunks;
+    c.calibration_data = calibration_data.as_ptr();
+    c.n_calibration_data = options.calibration_data.len();
+    c.mlock = options.mlock as i64;
+    c.no_mmap = options.no_mmap as i64;
     run_hooked(hooks, |t| {
         c.progress_fn = t.progress;
         c.progress_user_data = t.user_data;
@@ -168,6 +193,11 @@ pub struct CalibrateOptions {
     pub n_threads: u32,
     /// The partial file is saved this often; 0: 60.
     pub checkpoint_seconds: u32,
+    /// Loading the model: lock it in RAM (`Status::OutOfMemory` naming
+    /// RLIMIT_MEMLOCK when the OS refuses).
+    pub mlock: bool,
+    /// Read the model into anonymous memory instead of mapping it.
+    pub no_mmap: bool,
 }
 
 impl Default for CalibrateOptions {
@@ -181,6 +211,8 @@ impl Default for CalibrateOptions {
             resume: c.resume != 0,
             n_threads: c.n_threads,
             checkpoint_seconds: c.checkpoint_seconds,
+            mlock: c.mlock != 0,
+            no_mmap: c.no_mmap != 0,
         }
     }
 }
@@ -197,7 +229,6 @@ pub fn calibrate<P: AsRef<Path>>(
     options: &CalibrateOptions,
     hooks: Hooks<'_>,
 ) -> Result<()> {
-    use std::os::unix::ffi::OsStrExt;
     let (src, dst) = (path_cstring(model.as_ref())?, path_cstring(output.as_ref())?);
     let paths = CStrings::new(data.iter().map(|p| p.as_ref().as_os_str().as_bytes()), "data path")?;
     let field = options.jsonl_field.as_deref().map(|f| cstring(f, "jsonl_field")).transpose()?;
@@ -213,6 +244,8 @@ pub fn calibrate<P: AsRef<Path>>(
     c.resume = options.resume as i32;
     c.n_threads = options.n_threads;
     c.checkpoint_seconds = options.checkpoint_seconds;
+    c.mlock = options.mlock as i64;
+    c.no_mmap = options.no_mmap as i64;
     run_hooked(hooks, |t| {
         c.progress_fn = t.progress;
         c.progress_user_data = t.user_data;

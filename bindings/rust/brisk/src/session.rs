@@ -35,6 +35,14 @@ pub struct SessionOptions {
     pub cache_type_v: Type,
     /// Do not pin worker threads to cores.
     pub no_pin: bool,
+    /// With `no_pin` false, also pin the calling thread, which computes as
+    /// thread 0, to the first core while the session exists; its CPU mask is
+    /// given back when the session is dropped on that thread.
+    pub pin_caller: bool,
+    /// Memory the session may plan for, in bytes; 0: what the machine (its
+    /// cgroup, MemAvailable) has available. Too small a budget fails the
+    /// creation with `Status::OutOfMemory` and the numbers.
+    pub memory_budget: u64,
     /// Polled between forward-pass chunks and layers on the calling thread;
     /// `true` cancels the call with `Status::Cancelled`.
     pub abort: Option<AbortFn>,
@@ -50,6 +58,8 @@ impl Default for SessionOptions {
             cache_type_k: Type::from_code(c.cache_type_k).unwrap_or(Type::Auto),
             cache_type_v: Type::from_code(c.cache_type_v).unwrap_or(Type::Auto),
             no_pin: c.no_pin != 0,
+            pin_caller: c.pin_caller != 0,
+            memory_budget: c.memory_budget,
             abort: None,
         }
     }
@@ -77,6 +87,8 @@ impl<'m> Session<'m> {
         c.cache_type_k = options.cache_type_k.code();
         c.cache_type_v = options.cache_type_v.code();
         c.no_pin = options.no_pin as i32;
+        c.pin_caller = options.pin_caller as i32;
+        c.memory_budget = options.memory_budget;
         let mut abort = ptr::null_mut();
         if let Some(f) = options.abort {
             abort = AbortSlot::into_raw(f);
@@ -250,6 +262,11 @@ pub struct SamplerOptions {
     pub repeat_last_n: i32,
     /// Same seed, model and prompt: same text.
     pub seed: u64,
+    /// OpenAI-style penalties over the last `repeat_last_n` tokens: a
+    /// token's logit is lowered by `presence_penalty` once it appears there,
+    /// plus `frequency_penalty` times its count. 0: off.
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
 }
 
 impl Default for SamplerOptions {
@@ -263,6 +280,8 @@ impl Default for SamplerOptions {
             repeat_penalty: c.repeat_penalty,
             repeat_last_n: c.repeat_last_n,
             seed: c.seed,
+            presence_penalty: c.presence_penalty,
+            frequency_penalty: c.frequency_penalty,
         }
     }
 }
@@ -282,6 +301,8 @@ impl SamplerOptions {
         c.repeat_penalty = self.repeat_penalty;
         c.repeat_last_n = self.repeat_last_n;
         c.seed = self.seed;
+        c.presence_penalty = self.presence_penalty;
+        c.frequency_penalty = self.frequency_penalty;
         c
     }
 }

@@ -36,12 +36,24 @@ pub struct ConvertOptions {
     pub name: Option<String>,
     /// 0: all cores.
     pub n_threads: u32,
+    /// Reading the input: lock it in RAM (`Status::OutOfMemory` naming
+    /// RLIMIT_MEMLOCK when the OS refuses).
+    pub mlock: bool,
+    /// Read the input into anonymous memory instead of mapping it (network
+    /// filesystems).
+    pub no_mmap: bool,
 }
 
 impl Default for ConvertOptions {
     fn default() -> Self {
         let c = c_defaults!(sys::brisk_convert_options, sys::brisk_convert_options_init);
-        ConvertOptions { ty: Type::from_code(c.type_).unwrap_or(Type::Auto), name: None, n_threads: c.n_threads }
+        ConvertOptions {
+            ty: Type::from_code(c.type_).unwrap_or(Type::Auto),
+            name: None,
+            n_threads: c.n_threads,
+            mlock: c.mlock != 0,
+            no_mmap: c.no_mmap != 0,
+        }
     }
 }
 
@@ -55,6 +67,8 @@ fn convert(
     c.type_ = options.ty.code();
     c.name = name.as_ref().map_or(ptr::null(), |n| n.as_ptr());
     c.n_threads = options.n_threads;
+    c.mlock = options.mlock as i64;
+    c.no_mmap = options.no_mmap as i64;
     run_hooked(hooks, |t| {
         c.progress_fn = t.progress;
         c.progress_user_data = t.user_data;
@@ -103,12 +117,17 @@ pub fn convert_llama2c(
 pub struct VerifyOptions {
     /// 0: all cores.
     pub n_threads: u32,
+    /// Reading a GGUF (a bundle is streamed and ignores these): lock it in
+    /// RAM (`Status::OutOfMemory` naming RLIMIT_MEMLOCK when the OS refuses).
+    pub mlock: bool,
+    /// Read a GGUF into anonymous memory instead of mapping it.
+    pub no_mmap: bool,
 }
 
 impl Default for VerifyOptions {
     fn default() -> Self {
         let c = c_defaults!(sys::brisk_verify_options, sys::brisk_verify_options_init);
-        VerifyOptions { n_threads: c.n_threads }
+        VerifyOptions { n_threads: c.n_threads, mlock: c.mlock != 0, no_mmap: c.no_mmap != 0 }
     }
 }
 
@@ -119,6 +138,8 @@ fn verify_call(
 ) -> Result<()> {
     let mut c = c_defaults!(sys::brisk_verify_options, sys::brisk_verify_options_init);
     c.n_threads = options.n_threads;
+    c.mlock = options.mlock as i64;
+    c.no_mmap = options.no_mmap as i64;
     run_hooked(hooks, |t| {
         c.progress_fn = t.progress;
         c.progress_user_data = t.user_data;
@@ -168,13 +189,18 @@ pub struct PackOptions {
     pub long_distance: Option<bool>,
     /// 0: all cores.
     pub n_threads: u32,
+    /// Reading the GGUF [`pack`] compresses: lock it in RAM
+    /// (`Status::OutOfMemory` naming RLIMIT_MEMLOCK when the OS refuses).
+    pub mlock: bool,
+    /// Read that GGUF into anonymous memory instead of mapping it.
+    pub no_mmap: bool,
 }
 
 impl Default for PackOptions {
     fn default() -> Self {
         let c = c_defaults!(sys::brisk_pack_options, sys::brisk_pack_options_init);
         let long_distance = if c.long_distance < 0 { None } else { Some(c.long_distance != 0) };
-        PackOptions { level: c.level, long_distance, n_threads: c.n_threads }
+        PackOptions { level: c.level, long_distance, n_threads: c.n_threads, mlock: c.mlock != 0, no_mmap: c.no_mmap != 0 }
     }
 }
 
@@ -187,6 +213,8 @@ fn pack_call(
     c.level = options.level;
     c.long_distance = options.long_distance.map_or(-1, |on| on as i32);
     c.n_threads = options.n_threads;
+    c.mlock = options.mlock as i64;
+    c.no_mmap = options.no_mmap as i64;
     run_hooked(hooks, |t| {
         c.progress_fn = t.progress;
         c.progress_user_data = t.user_data;
