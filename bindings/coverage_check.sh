@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # coverage_check.sh BINDINGS_DIR HEADER...
-# Every function a header declares (BRISK_API) has a binding in both
-# languages, in the bindings' own code (tests do not count):
+# Every function a header declares (BRISK_API), and every field of its
+# brisk_*_options structs (see below), has a binding in both languages, in
+# the bindings' own code (tests do not count):
 #  - Go:   called as C.<name>( in BINDINGS_DIR/go/brisk/*.go (not *_test.go);
 #  - Rust: declared as `pub fn <name>(` in BINDINGS_DIR/rust/brisk-sys/src/,
 #          and called as sys::<name>( in BINDINGS_DIR/rust/brisk/src/.
@@ -73,5 +74,71 @@ while read -r f; do
     ;;
   esac
 done < "$tmp/declared"
-[ "$status" -eq 0 ] && echo "ok: all $n functions of $* are bound in Go and in Rust (brisk-sys and the safe crate)"
+
+# Every field of every brisk_*_options struct is mapped by both bindings
+# (struct_size is set by the init functions; the callback pairs, *_fn and
+# *_user_data, are the hooks', bound with the functions above):
+#  - brisk-sys: `pub <field>:` inside that struct's `pub struct` block;
+#  - Go:   `.<field>` in a function that calls C.brisk_go_X_options_init
+#          (the defaults and the mapping to C);
+#  - Rust: `.<field>` in a safe-crate function that calls
+#          sys::brisk_X_options_init (directly or through c_defaults!).
+# A C field named `type` is `_type` in Go and `type_` in Rust.
+awk '
+  {  # comments out, also those spanning lines
+    if (incomment) { if (!(j = index($0, "*/"))) next; $0 = substr($0, j + 2); incomment = 0 }
+    while ((i = index($0, "/*")) > 0) {
+      if (!(j = index(substr($0, i + 2), "*/"))) { $0 = substr($0, 1, i - 1); incomment = 1; break }
+      $0 = substr($0, 1, i - 1) " " substr($0, i + j + 3)
+    }
+  }
+  /^typedef struct brisk_[a-z0-9_]*_options[ ]*\{/ { name = $3; next }
+  name != "" && /^\}/ { name = ""; next }
+  name != "" && /;/ && !/\(/ {
+    line = $0; sub(/;.*/, "", line); k = split(line, w, /[ *]+/); print name, w[k]
+  }
+' "$@" | sort -u > "$tmp/fields"
+[ -s "$tmp/fields" ] || { echo "no option struct fields found in $*"; exit 1; }
+
+# region FILE... INIT: the text of every function (Go: `func` to its closing
+# `}`; Rust: from one `fn` to the next) that mentions INIT.
+region() {
+  init=$1
+  shift
+  awk -v init="$init" '
+    function flush() { if (body ~ init) printf "%s", body; body = "" }
+    /^func / || /^[ ]*(pub(\([a-z]+\))? )?(unsafe )?fn / { flush() }
+    { body = body $0 "\n" }
+    END { flush() }
+  ' "$@"
+}
+m=0
+while read -r st field; do
+  case $field in struct_size | *_fn | *_user_data) continue ;; esac
+  m=$((m + 1))
+  gof=$field rsf=$field
+  [ "$field" = type ] && gof=_type rsf=type_
+  if ! awk -v st="$st" -v f="$rsf" '
+      $0 ~ "pub struct " st " [{]" { inside = 1; next }
+      inside && /^}/ { inside = 0 }
+      inside && $0 ~ "pub " f ":" { found = 1 }
+      END { exit !found }' "$tmp/sys"; then
+    echo "$st.$field: not declared in brisk-sys (pub $rsf: in pub struct $st, $sys)"
+    status=1
+  fi
+  stem=${st#brisk_}
+  if ! find "$go" -maxdepth 1 -name '*.go' ! -name '*_test.go' -exec cat {} + |
+    region "C[.]brisk_go_${stem}_init[(]" | grep -Eq "[.]$gof([^A-Za-z0-9_]|\$)"; then
+    echo "$st.$field: not mapped by the Go binding (.$gof next to C.brisk_go_${stem}_init in $go/*.go)"
+    status=1
+  fi
+  if ! find "$safe" -name '*.rs' -exec cat {} + |
+    region "sys::${st}_init[^a-z_]" | grep -Eq "[.]$rsf([^A-Za-z0-9_]|\$)"; then
+    echo "$st.$field: not mapped by the safe Rust crate (.$rsf next to sys::${st}_init in $safe)"
+    status=1
+  fi
+done < "$tmp/fields"
+
+[ "$status" -eq 0 ] &&
+  echo "ok: all $n functions and $m option fields of $* are bound in Go and in Rust (brisk-sys and the safe crate)"
 exit "$status"
