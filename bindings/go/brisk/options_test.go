@@ -150,30 +150,7 @@ func TestSamplerPresenceFrequencyPenalty(t *testing.T) {
 	}
 	defer smp2.Close()
 	noRepeat("session", generateIDs(t, s2, smp2, 40))
-	e, err := m.NewEngine(engineOpts(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	seq, err := e.NewSequence()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seq.AddTokens(prompt); err != nil {
-		t.Fatal(err)
-	}
-	g := DefaultGenerateOptions()
-	g.MaxTokens, g.StopAtEOS = 40, false
-	if err := seq.Generate(&o, &g); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Run(); err != nil {
-		t.Fatal(err)
-	}
-	ids, err := seq.Generated()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := engineGenerateIDs(t, m, engineOpts(1), prompt, &o, 40)
 	if len(ids) != 40 {
 		t.Fatalf("engine generated %d tokens", len(ids))
 	}
@@ -304,28 +281,8 @@ func TestSessionMemoryBudgetAndPinCaller(t *testing.T) {
 	}
 	eo := *engineOpts(1)
 	eo.NoPin, eo.PinCaller, eo.NThreads = false, true, 1
-	e, err := m.NewEngine(&eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	seq, err := e.NewSequence()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seq.AddTokens(prompt); err != nil {
-		t.Fatal(err)
-	}
-	g := DefaultGenerateOptions()
-	g.MaxTokens, g.StopAtEOS = 16, false
-	if err := seq.Generate(&smpOpts, &g); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := seq.Generated(); err != nil || !equalIDs(got, want) {
-		t.Fatalf("pin_caller engine: %v %v, want %v", got, err, want)
+	if got := engineGenerateIDs(t, m, &eo, prompt, &smpOpts, 16); !equalIDs(got, want) {
+		t.Fatalf("pin_caller engine: %v, want %v", got, want)
 	}
 }
 
@@ -398,4 +355,35 @@ func TestQuantizeCalibrationDataAndToolReading(t *testing.T) {
 	qo := DefaultQuantizeOptions()
 	qo.Mlock = true
 	mlockOK("quantize", Quantize(context.Background(), model, filepath.Join(dir, "q8.gguf"), &qo))
+}
+
+// engineGenerateIDs runs one sequence of a new engine from prompt for n
+// tokens (EOS not stopping it) and returns them.
+func engineGenerateIDs(t *testing.T, m *Model, eo *EngineOptions, prompt []int32, smp *SamplerOptions, n int32) []int32 {
+	t.Helper()
+	e, err := m.NewEngine(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	seq, err := e.NewSequence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seq.AddTokens(prompt); err != nil {
+		t.Fatal(err)
+	}
+	g := DefaultGenerateOptions()
+	g.MaxTokens, g.StopAtEOS = n, false
+	if err := seq.Generate(smp, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := seq.Generated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }

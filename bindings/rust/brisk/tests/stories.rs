@@ -3,7 +3,6 @@
 // forks, callbacks, errors. Missing test data skips a test, except under
 // CI=true, where it fails.
 use std::cell::RefCell;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -15,23 +14,8 @@ use brisk::{
 
 const LILY: &str = "Once upon a time, there was a little girl named Lily.";
 
-fn test_file(rel: &str) -> Option<PathBuf> {
-    let root = std::env::var("BRISK_TEST_DATA")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("BRISK_DEFAULT_TEST_DATA").ok().filter(|s| !s.is_empty()))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared"));
-    let path = root.join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("CI").map_or(false, |v| v == "true") {
-        panic!("missing test data under CI: {}", path.display());
-    }
-    eprintln!("skipped: test data not found: {} (set BRISK_TEST_DATA)", path.display());
-    None
-}
+mod common;
+use common::test_file;
 
 macro_rules! stories {
     () => {

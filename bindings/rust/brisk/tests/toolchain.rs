@@ -11,53 +11,9 @@ use brisk::{
     PerplexityOptions, QuantizeOptions, Sampler, SamplerOptions, SessionOptions, Status, Type, VerifyOptions,
 };
 
-fn test_file(rel: &str) -> Option<PathBuf> {
-    let root = std::env::var("BRISK_TEST_DATA")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("BRISK_DEFAULT_TEST_DATA").ok().filter(|s| !s.is_empty()))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared"));
-    let path = root.join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("CI").map_or(false, |v| v == "true") {
-        panic!("missing test data under CI: {}", path.display());
-    }
-    eprintln!("skipped: test data not found: {} (set BRISK_TEST_DATA)", path.display());
-    None
-}
-
-macro_rules! data {
-    ($rel:expr) => {
-        match test_file($rel) {
-            Some(p) => p,
-            None => return,
-        }
-    };
-}
-
-/// A scratch directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("brisk-rust-{}-{}", name, std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[macro_use]
+mod common;
+use common::{test_file, Scratch};
 
 fn greedy(path: &Path, n: usize) -> Vec<i32> {
     let model = Model::open(path).unwrap();
