@@ -2,7 +2,6 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
 use std::os::raw::c_char;
 use std::path::Path;
 use std::ptr::{self, NonNull};
@@ -45,11 +44,7 @@ pub struct EngineOptions {
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        let c = unsafe {
-            let mut c = MaybeUninit::<sys::brisk_engine_options>::zeroed();
-            sys::brisk_engine_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let c = crate::init(sys::brisk_engine_options_init);
         EngineOptions {
             n_ctx: c.n_ctx,
             n_seq_max: c.n_seq_max,
@@ -93,11 +88,7 @@ impl EngineOptions {
     /// The C options, all but the abort callback, and the CPU list they
     /// point to (brisk reads it during the call and does not keep it).
     pub(crate) fn to_c(&self) -> Result<(sys::brisk_engine_options, Option<CString>)> {
-        let mut c = unsafe {
-            let mut c = MaybeUninit::<sys::brisk_engine_options>::zeroed();
-            sys::brisk_engine_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let mut c = crate::init(sys::brisk_engine_options_init);
         c.n_ctx = self.n_ctx;
         c.n_seq_max = self.n_seq_max;
         c.n_threads = self.n_threads;

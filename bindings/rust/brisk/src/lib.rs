@@ -63,6 +63,16 @@
 //! ```
 
 mod callback;
+
+/// A C options struct with brisk's defaults, from its `_init` function.
+pub(crate) fn init<T>(f: unsafe fn(*mut T)) -> T {
+    unsafe {
+        let mut c = std::mem::MaybeUninit::<T>::zeroed();
+        f(c.as_mut_ptr());
+        c.assume_init()
+    }
+}
+
 mod engine;
 mod error;
 mod hooks;

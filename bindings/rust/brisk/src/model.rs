@@ -127,11 +127,7 @@ pub struct ModelOptions {
 
 impl Default for ModelOptions {
     fn default() -> Self {
-        let c = unsafe {
-            let mut c = std::mem::MaybeUninit::<sys::brisk_model_options>::zeroed();
-            sys::brisk_model_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let c = crate::init(sys::brisk_model_options_init);
         ModelOptions {
             log: None,
             log_level: LogLevel::from_code(c.log_level),
@@ -151,11 +147,7 @@ impl ModelOptions {
     /// until the call has returned) and the log slot (null without a log).
     fn into_c(self) -> Result<(sys::brisk_model_options, Option<CString>, *mut LogSlot)> {
         let plan_cache_dir = self.plan_cache_dir.as_deref().map(path_cstring).transpose()?;
-        let mut c = unsafe {
-            let mut c = std::mem::MaybeUninit::<sys::brisk_model_options>::zeroed();
-            sys::brisk_model_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let mut c = crate::init(sys::brisk_model_options_init);
         c.log_level = self.log_level.code();
         c.vocab_only = self.vocab_only as i32;
         c.verify = self.verify as i32;
@@ -199,11 +191,7 @@ pub struct ChatOptions {
 
 impl Default for ChatOptions {
     fn default() -> Self {
-        let c = unsafe {
-            let mut c = std::mem::MaybeUninit::<sys::brisk_chat_options>::zeroed();
-            sys::brisk_chat_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let c = crate::init(sys::brisk_chat_options_init);
         let template = if c.template_name.is_null() {
             None
         } else {
@@ -412,11 +400,7 @@ impl Model {
     /// [`Model::chat_render`] with options (`brisk_chat_render_ex`).
     pub fn chat_render_with(&self, messages: &[ChatMessage], options: &ChatOptions) -> Result<String> {
         let template = options.template.as_deref().map(|t| cstring(t, "template name")).transpose()?;
-        let mut c = unsafe {
-            let mut c = std::mem::MaybeUninit::<sys::brisk_chat_options>::zeroed();
-            sys::brisk_chat_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let mut c = crate::init(sys::brisk_chat_options_init);
         c.template_name = template.as_ref().map_or(ptr::null(), |t| t.as_ptr());
         c.add_assistant = options.add_assistant as i32;
         c.allow_control_tokens = options.allow_control_tokens as i32;
@@ -493,11 +477,7 @@ pub struct SynthesizeOptions {
 
 impl Default for SynthesizeOptions {
     fn default() -> Self {
-        let c = unsafe {
-            let mut c = std::mem::MaybeUninit::<sys::brisk_synthesize_options>::zeroed();
-            sys::brisk_synthesize_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let c = crate::init(sys::brisk_synthesize_options_init);
         let text = |p: *const c_char| {
             if p.is_null() {
                 String::new()
@@ -523,11 +503,7 @@ impl SynthesizeOptions {
     fn to_c(&self) -> Result<CSynth> {
         let shape = cstring(&self.shape, "shape")?;
         let wtype = cstring(&self.weight_type, "weight type")?;
-        let mut c = unsafe {
-            let mut c = std::mem::MaybeUninit::<sys::brisk_synthesize_options>::zeroed();
-            sys::brisk_synthesize_options_init(c.as_mut_ptr());
-            c.assume_init()
-        };
+        let mut c = crate::init(sys::brisk_synthesize_options_init);
         c.shape = shape.as_ptr();
         c.weight_type = wtype.as_ptr();
         c.seed = self.seed;

@@ -12,7 +12,6 @@ use brisk_sys as sys;
 use crate::error::{check, text_out, Result};
 use crate::hooks::{run_hooked, Hooks};
 use crate::model::{cstring, path_cstring, Model};
-use crate::tools::c_defaults;
 use crate::Type;
 
 /// C strings and the array of pointers to them.
@@ -98,7 +97,7 @@ pub struct QuantizeOptions {
 
 impl Default for QuantizeOptions {
     fn default() -> Self {
-        let c = c_defaults!(sys::brisk_quantize_options, sys::brisk_quantize_options_init);
+        let c = crate::init(sys::brisk_quantize_options_init);
         let preset = if c.type_.is_null() {
             String::new()
         } else {
@@ -142,7 +141,7 @@ pub fn quantize(
         options.calibration_data.iter().map(|p| p.as_os_str().as_bytes()),
         "calibration data path",
     )?;
-    let mut c = c_defaults!(sys::brisk_quantize_options, sys::brisk_quantize_options_init);
+    let mut c = crate::init(sys::brisk_quantize_options_init);
     if preset.is_some() {
         c.type_ = ptr_of(&preset);
     }
@@ -202,7 +201,7 @@ pub struct CalibrateOptions {
 
 impl Default for CalibrateOptions {
     fn default() -> Self {
-        let c = c_defaults!(sys::brisk_calibrate_options, sys::brisk_calibrate_options_init);
+        let c = crate::init(sys::brisk_calibrate_options_init);
         CalibrateOptions {
             jsonl_field: None,
             n_ctx: c.n_ctx,
@@ -232,7 +231,7 @@ pub fn calibrate<P: AsRef<Path>>(
     let (src, dst) = (path_cstring(model.as_ref())?, path_cstring(output.as_ref())?);
     let paths = CStrings::new(data.iter().map(|p| p.as_ref().as_os_str().as_bytes()), "data path")?;
     let field = options.jsonl_field.as_deref().map(|f| cstring(f, "jsonl_field")).transpose()?;
-    let mut c = c_defaults!(sys::brisk_calibrate_options, sys::brisk_calibrate_options_init);
+    let mut c = crate::init(sys::brisk_calibrate_options_init);
     c.data_paths = paths.as_ptr();
     c.n_data_paths = data.len();
     if field.is_some() {
@@ -303,7 +302,7 @@ pub struct PerplexityOptions {
 
 impl Default for PerplexityOptions {
     fn default() -> Self {
-        let c = c_defaults!(sys::brisk_ppl_options, sys::brisk_ppl_options_init);
+        let c = crate::init(sys::brisk_ppl_options_init);
         PerplexityOptions {
             n_ctx: c.n_ctx,
             max_chunks: c.max_chunks,
@@ -383,7 +382,7 @@ impl Model {
         hooks: Hooks<'_>,
     ) -> Result<Perplexity> {
         let cache = opt_path(&options.base_cache)?;
-        let mut c = c_defaults!(sys::brisk_ppl_options, sys::brisk_ppl_options_init);
+        let mut c = crate::init(sys::brisk_ppl_options_init);
         c.n_ctx = options.n_ctx;
         c.max_chunks = options.max_chunks;
         c.chunking = match options.chunking {
@@ -491,7 +490,7 @@ pub struct CompareOptions {
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        let c = c_defaults!(sys::brisk_compare_options, sys::brisk_compare_options_init);
+        let c = crate::init(sys::brisk_compare_options_init);
         CompareOptions {
             n_predict: c.n_predict,
             n_ctx: c.n_ctx,
@@ -524,7 +523,7 @@ pub fn compare(
     hooks: Hooks<'_>,
 ) -> Result<Comparison> {
     let cprompts = CStrings::new(prompts, "prompt")?;
-    let mut c = c_defaults!(sys::brisk_compare_options, sys::brisk_compare_options_init);
+    let mut c = crate::init(sys::brisk_compare_options_init);
     c.n_predict = options.n_predict;
     c.n_ctx = options.n_ctx;
     c.n_threads = options.n_threads;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 
@@ -11,15 +10,7 @@ pub use crate::callback::AbortFn;
 use crate::callback::{rethrow, AbortSlot, TokenSlot};
 use crate::error::{array_out, check, invalid, Result};
 use crate::model::{path_cstring, Model};
-use crate::{Token, Type};
-
-fn init<T>(f: unsafe fn(*mut T)) -> T {
-    unsafe {
-        let mut c = MaybeUninit::<T>::zeroed();
-        f(c.as_mut_ptr());
-        c.assume_init()
-    }
-}
+use crate::{init, Token, Type};
 
 /// Settings of a [`Session`]; `Default` gives brisk's defaults
 /// (`brisk_session_options_init`).

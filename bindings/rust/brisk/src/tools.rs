@@ -13,16 +13,6 @@ use crate::hooks::{run_hooked, Hooks};
 use crate::model::{cstring, path_cstring};
 use crate::Type;
 
-macro_rules! c_defaults {
-    ($t:ty, $init:path) => {{
-        let mut c = std::mem::MaybeUninit::<$t>::zeroed();
-        unsafe {
-            $init(c.as_mut_ptr());
-            c.assume_init()
-        }
-    }};
-}
-pub(crate) use c_defaults;
 
 // ---- convert ---------------------------------------------------------------------
 
@@ -46,7 +36,7 @@ pub struct ConvertOptions {
 
 impl Default for ConvertOptions {
     fn default() -> Self {
-        let c = c_defaults!(sys::brisk_convert_options, sys::brisk_convert_options_init);
+        let c = crate::init(sys::brisk_convert_options_init);
         ConvertOptions {
             ty: Type::from_code(c.type_).unwrap_or(Type::Auto),
             name: None,
@@ -63,7 +53,7 @@ fn convert(
     f: impl FnOnce(&sys::brisk_convert_options) -> sys::brisk_status,
 ) -> Result<()> {
     let name = options.name.as_deref().map(|n| cstring(n, "name")).transpose()?;
-    let mut c = c_defaults!(sys::brisk_convert_options, sys::brisk_convert_options_init);
+    let mut c = crate::init(sys::brisk_convert_options_init);
     c.type_ = options.ty.code();
     c.name = name.as_ref().map_or(ptr::null(), |n| n.as_ptr());
     c.n_threads = options.n_threads;
@@ -126,7 +116,7 @@ pub struct VerifyOptions {
 
 impl Default for VerifyOptions {
     fn default() -> Self {
-        let c = c_defaults!(sys::brisk_verify_options, sys::brisk_verify_options_init);
+        let c = crate::init(sys::brisk_verify_options_init);
         VerifyOptions { n_threads: c.n_threads, mlock: c.mlock != 0, no_mmap: c.no_mmap != 0 }
     }
 }
@@ -136,7 +126,7 @@ fn verify_call(
     hooks: Hooks<'_>,
     f: impl FnOnce(&sys::brisk_verify_options) -> sys::brisk_status,
 ) -> Result<()> {
-    let mut c = c_defaults!(sys::brisk_verify_options, sys::brisk_verify_options_init);
+    let mut c = crate::init(sys::brisk_verify_options_init);
     c.n_threads = options.n_threads;
     c.mlock = options.mlock as i64;
     c.no_mmap = options.no_mmap as i64;
@@ -198,7 +188,7 @@ pub struct PackOptions {
 
 impl Default for PackOptions {
     fn default() -> Self {
-        let c = c_defaults!(sys::brisk_pack_options, sys::brisk_pack_options_init);
+        let c = crate::init(sys::brisk_pack_options_init);
         let long_distance = if c.long_distance < 0 { None } else { Some(c.long_distance != 0) };
         PackOptions { level: c.level, long_distance, n_threads: c.n_threads, mlock: c.mlock != 0, no_mmap: c.no_mmap != 0 }
     }
@@ -209,7 +199,7 @@ fn pack_call(
     hooks: Hooks<'_>,
     f: impl FnOnce(&sys::brisk_pack_options) -> sys::brisk_status,
 ) -> Result<()> {
-    let mut c = c_defaults!(sys::brisk_pack_options, sys::brisk_pack_options_init);
+    let mut c = crate::init(sys::brisk_pack_options_init);
     c.level = options.level;
     c.long_distance = options.long_distance.map_or(-1, |on| on as i32);
     c.n_threads = options.n_threads;
