@@ -405,7 +405,7 @@ TEST_CASE("cli: convert, verify, pack and unpack exit codes and output", "[bundl
   CHECK(run("convert") == 2);
 }
 
-TEST_CASE("manifest: brisk_quantize writes one, predicted size included; an input's manifest is replaced", "[bundle]") {
+TEST_CASE("manifest: brisk_quantize writes one, predicted size included, and an input's manifest is replaced", "[bundle]") {
   BRISK_TEST_FILE(dir, "models/stories260K-hf-f16");
   BRISK_TEST_FILE(plain, "models/stories260K.gguf");
   for (const std::string& in : {plain, converted_model()}) {

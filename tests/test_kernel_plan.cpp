@@ -211,7 +211,7 @@ TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
   CHECK(plan_cache_dir("/x/y") == "/x/y");
 }
 
-TEST_CASE("brisk tune measures, caches and prints the plan; run -v and bench print the plan in use", "[plan][cli]") {
+TEST_CASE("brisk tune measures, caches and prints the plan, and run -v and bench print the plan in use", "[plan][cli]") {
   const char* bin = std::getenv("BRISK_BIN");
   REQUIRE(bin);
   TempDir dir;

@@ -88,7 +88,7 @@ TEST_CASE("memory plan: cgroup v2 in a namespace (own cgroup mounted at the root
   CHECK(r.read().available == 100 * MiB);
 }
 
-TEST_CASE("memory plan: cgroup v1 limits; the v1 'unlimited' value is no limit", "[memory]") {
+TEST_CASE("memory plan: cgroup v1 limits, and the v1 'unlimited' value is no limit", "[memory]") {
   FakeRoot r("v1");
   r.file("proc/meminfo", "MemAvailable:    8000000 kB\n")
       .file("proc/self/cgroup", "9:pids:/\n4:memory:/a\n1:cpu,cpuacct:/\n")
@@ -116,7 +116,7 @@ TEST_CASE("memory plan: the real machine gives a finite, non-zero figure", "[mem
   CHECK(!m.source.empty());
 }
 
-TEST_CASE("memory plan: every buffer counted; 0 threads is the real count; refusals name the numbers", "[memory]") {
+TEST_CASE("memory plan: every buffer counted, 0 threads is the real count, refusals name the numbers", "[memory]") {
   BRISK_TEST_FILE(path, "models/llama-2-tiny-random.gguf");
   brisk_model* handle = nullptr;
   REQUIRE(brisk_model_open(path.c_str(), nullptr, &handle) == BRISK_OK);

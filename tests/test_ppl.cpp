@@ -78,7 +78,7 @@ TEST_CASE("ppl: a model against itself has zero KL and the same top tokens", "[p
   CHECK(j["kld"]["mean"].get<double>() < 1e-9);
 }
 
-TEST_CASE("ppl: a Q8_0 KV cache costs under 0.5% perplexity against F16; Q4_0 reported", "[ppl][kv]") {
+TEST_CASE("ppl: a Q8_0 KV cache costs under 0.5% perplexity against F16, Q4_0 is reported", "[ppl][kv]") {
   // logstories: head dim 32, so each head's cache row is one Q8_0/Q4_0 block.
   BRISK_TEST_FILE(text_path, "data/splits/stories-heldout.txt");
   BRISK_TEST_FILE(model_path, "models/logstories/logstories-f16.gguf");
