@@ -55,23 +55,39 @@ constexpr size_t prefetch_distance() {
   return C == 1 || NG > 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
 }
 
-// One column (decode) reads one stream per thread and prefetches it in
-// bursts: every kBurstPairs pairs, the next kBurstPairs pairs' lines
-// kPrefetchBytes ahead, as the Q4_K tile does per super-block. Against a
-// Bursts measured faster for decode than a pair's lines at every pair or two
-// runs per thread; with two or more columns bursts measured slower, so those
-// tiles keep a pair's lines per pair.
-// The burst is non-temporal (prefetchnta): the lines are read once, and it
-// measured faster than T0 on the machine the default was tuned on (other
-// machines get a plan's variant, below). The Q4_K and Q6_K one-column tiles
-// prefetch their super-blocks non-temporal too (see Q4KTile::run_one); their
-// wider tiles keep T0.
+// One column (decode) reads one stream per thread as fast as memory allows;
+// how to prefetch it is a machine's matter (hardware prefetchers, miss
+// buffers, the hypervisor's paging), so each scheme below is a kernel of its
+// own that the planner can time (kernels/variants.h, end of file). Steps are
+// Q4_0/Q8_0 pairs of blocks and K-quant super-blocks. With two or more
+// columns a tile prefetches a pair's lines per pair (prefetch_distance).
+constexpr int kD = static_cast<int>(kPrefetchBytes);
+constexpr StreamPrefetch kT0{1, _MM_HINT_T0, kD, 0, 0, 1};          // a step's lines per step, into L1
+constexpr StreamPrefetch kT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 1};  //   half as far
+constexpr StreamPrefetch kT0Touch{1, _MM_HINT_T0, kD, 1, kD, 1};    //   and the pages ahead
+constexpr StreamPrefetch kT0FarTouch{1, _MM_HINT_T0, 2 * kD, 1, kD, 1};  //   twice as far, and the pages
+constexpr StreamPrefetch kT1{1, _MM_HINT_T1, kD, 0, 0, 1};          // into L2 only
+constexpr StreamPrefetch kT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 1};   //   4 times as far
+constexpr StreamPrefetch kHw{0, _MM_HINT_T0, 0, 0, 0, 1};           // the hardware prefetchers alone
+constexpr StreamPrefetch kTouch{0, _MM_HINT_T0, 0, 1, kD, 1};       // page touches alone
+constexpr StreamPrefetch kRunsT0{1, _MM_HINT_T0, kD, 0, 0, 2};      // two runs per thread, T0
+constexpr StreamPrefetch kRunsT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 2};
+constexpr StreamPrefetch kRunsT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 2};
+// Every kBurstPairs pairs, the next kBurstPairs pairs' lines non-temporal
+// (prefetchnta, the lines are read once) and their pages.
 constexpr int kBurstPairs = 4;
-// That scheme, PackedTile's default; the others are variants (end of file).
-constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), kBurstPairs,
-                                   static_cast<int>(kPrefetchBytes), 1};
+constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, kD, kBurstPairs, kD, 1};
 
-template <TensorType T, StreamPrefetch P = kBurstNta>
+// The one-column defaults, which a plan keeps unless a variant measures
+// clearly faster. Q4_0 needs compute for every line it reads (unpacking,
+// twice Q8_0's dot products per byte), so its loads alone do not keep enough
+// lines in flight: T0 prefetches twice the usual distance ahead, with the
+// pages touched beyond them. Q8_0's loads do, and the hardware prefetchers
+// follow them once the page walks are taken early.
+template <TensorType T>
+constexpr StreamPrefetch kQOne = T == TensorType::Q4_0 ? kT0FarTouch : kTouch;
+
+template <TensorType T, StreamPrefetch P = kQOne<T>>
 struct PackedTile {
   static constexpr int kSlices = Traits<T>::kSlices;
   static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
@@ -128,10 +144,11 @@ struct PackedTile {
         }
         const uint8_t* sl = pair + slice_off;
         if constexpr (T == TensorType::Q4_0) {
+          // High nibbles in place: q & 0xF0 is 16 x the weight (see below).
           for (int m = 0; m < 4; ++m) {
             const __m512i q = _mm512_loadu_si512(sl + 64 * m);
             W[i][m] = _mm512_and_si512(q, nib);
-            W[i][m + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+            W[i][m + 4] = _mm512_andnot_si512(nib, q);
           }
         } else {
           for (int m = 0; m < 8; ++m) W[i][m] = _mm512_loadu_si512(sl + 64 * m);
@@ -145,7 +162,22 @@ struct PackedTile {
         const uint8_t* a = qs[c] + static_cast<size_t>(b) * sizeof(BlockQ8_0);
         const __m512i offset = _mm512_set1_epi32(-(as[c][b] << Traits<T>::kShift));
         __m512i dot[NG];
-        if constexpr (NG == 1) {
+        if constexpr (T == TensorType::Q4_0) {
+          // Two chains per group: the low nibbles (j 0..3) from the offset,
+          // the high nibbles as 16 x the weight (j 4..7), whose sum is
+          // exactly 16 x theirs and shifts back once per block.
+          __m512i hi[NG];
+          for (int i = 0; i < NG; ++i) dot[i] = offset, hi[i] = _mm512_setzero_si512();
+          for (int j = 0; j < 4; ++j) {
+            const __m512i x0 = _mm512_set1_epi32(load_i32(a + 4 * j));
+            const __m512i x1 = _mm512_set1_epi32(load_i32(a + 4 * j + 16));
+            for (int i = 0; i < NG; ++i) {
+              dot[i] = _mm512_dpbusd_epi32(dot[i], W[i][j], x0);
+              hi[i] = _mm512_dpbusd_epi32(hi[i], W[i][j + 4], x1);
+            }
+          }
+          for (int i = 0; i < NG; ++i) dot[i] = _mm512_add_epi32(dot[i], _mm512_srai_epi32(hi[i], 4));
+        } else if constexpr (NG == 1) {
           // Two chains, so that one column's 8 vpdpbusd are not one latency chain.
           __m512i i0 = offset, i1 = _mm512_setzero_si512();
           for (int j = 0; j < 8; j += 2) {
@@ -153,21 +185,6 @@ struct PackedTile {
             i1 = _mm512_dpbusd_epi32(i1, W[0][j + 1], _mm512_set1_epi32(load_i32(a + 4 * j + 4)));
           }
           dot[0] = _mm512_add_epi32(i0, i1);
-        } else if (T == TensorType::Q4_0 && C != 2) {
-          // Two chains per group (even and odd j), as for one group: measured
-          // faster for Q4_0, but slower for Q8_0 and for Q4_0 at 2 columns,
-          // which keep one chain per group.
-          __m512i odd[NG];
-          for (int i = 0; i < NG; ++i) dot[i] = offset, odd[i] = _mm512_setzero_si512();
-          for (int j = 0; j < 8; j += 2) {
-            const __m512i x0 = _mm512_set1_epi32(load_i32(a + 4 * j));
-            const __m512i x1 = _mm512_set1_epi32(load_i32(a + 4 * j + 4));
-            for (int i = 0; i < NG; ++i) {
-              dot[i] = _mm512_dpbusd_epi32(dot[i], W[i][j], x0);
-              odd[i] = _mm512_dpbusd_epi32(odd[i], W[i][j + 1], x1);
-            }
-          }
-          for (int i = 0; i < NG; ++i) dot[i] = _mm512_add_epi32(dot[i], odd[i]);
         } else {
           for (int i = 0; i < NG; ++i) dot[i] = offset;
           for (int j = 0; j < 8; ++j) {
@@ -205,7 +222,7 @@ void drive(const Tile& t, int nrows, int ncols) {
 
 // As drive, with row groups in pairs when there are 2 to max_pair_cols
 // columns. Two streams per thread keep more DRAM reads in flight than one.
-// One column reads one stream (kBurstPairs). Q8_0 from 3 columns on does
+// One column reads one stream (kQOne). Q8_0 from 3 columns on does
 // better with one group and 8-column tiles: its weights need no unpacking,
 // so the wider tile loses nothing and reads the weights once. The K-quant
 // tiles stay at one group: Q4_K in pairs measured slower.
@@ -220,7 +237,7 @@ void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   }
 }
 
-template <TensorType T, StreamPrefetch P = kBurstNta>
+template <TensorType T, StreamPrefetch P = kQOne<T>>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
   const PackedTile<T, P> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
@@ -559,25 +576,9 @@ void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 }
 
 namespace {
-// Decode prefetch schemes for the planner (kernels/variants.h). They change
-// the one-column tiles only, so each variant is offered for one column.
-// Q4_0/Q8_0 steps are pairs of blocks, K-quant steps super-blocks. Why these:
-// the default one-column schemes prefetch non-temporally, which some
-// machines read far slower than schemes that leave the lines to L2 or the
-// L2 streamer, so the candidates are the plain hints, L2-only hints, no
-// prefetch, page touches alone, and two weight streams per thread.
-constexpr int kD = static_cast<int>(kPrefetchBytes);
-constexpr StreamPrefetch kT0{1, _MM_HINT_T0, kD, 0, 0, 1};          // a step's lines per step, into L1
-constexpr StreamPrefetch kT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 1};  //   half as far
-constexpr StreamPrefetch kT0Touch{1, _MM_HINT_T0, kD, 1, kD, 1};    //   and the pages ahead
-constexpr StreamPrefetch kT1{1, _MM_HINT_T1, kD, 0, 0, 1};          // into L2 only
-constexpr StreamPrefetch kT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 1};   //   4 times as far
-constexpr StreamPrefetch kHw{0, _MM_HINT_T0, 0, 0, 0, 1};           // the hardware prefetchers alone
-constexpr StreamPrefetch kTouch{0, _MM_HINT_T0, 0, 1, kD, 1};       // page touches alone
-constexpr StreamPrefetch kRunsT0{1, _MM_HINT_T0, kD, 0, 0, 2};      // two runs per thread, T0
-constexpr StreamPrefetch kRunsT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 2};
-constexpr StreamPrefetch kRunsT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 2};
-
+// The decode prefetch schemes other than each type's default (top of file)
+// as variants for the planner. They change the one-column tiles only, so
+// each is offered for one column.
 template <TensorType T, StreamPrefetch P>
 constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P>, q8_0_sums_bytes, true};
 template <class Tile>
@@ -594,6 +595,7 @@ constexpr KernelVariant k_one(const char* name) {
 
 constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, kT0>("avx512.packed.q4_0.t0"),
+    q_one<TensorType::Q4_0, kBurstNta>("avx512.packed.q4_0.nta"),
     q_one<TensorType::Q4_0, kT0Near>("avx512.packed.q4_0.t0.near"),
     q_one<TensorType::Q4_0, kT1>("avx512.packed.q4_0.t1"),
     q_one<TensorType::Q4_0, kT1Far>("avx512.packed.q4_0.t1.far"),
@@ -605,17 +607,19 @@ constexpr KernelVariant kQ4_0Variants[] = {
 };
 constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, kT0>("avx512.packed.q8_0.t0"),
+    q_one<TensorType::Q8_0, kT0FarTouch>("avx512.packed.q8_0.t0.far.touch"),
+    q_one<TensorType::Q8_0, kBurstNta>("avx512.packed.q8_0.nta"),
     q_one<TensorType::Q8_0, kT0Near>("avx512.packed.q8_0.t0.near"),
     q_one<TensorType::Q8_0, kT1>("avx512.packed.q8_0.t1"),
     q_one<TensorType::Q8_0, kT1Far>("avx512.packed.q8_0.t1.far"),
     q_one<TensorType::Q8_0, kHw>("avx512.packed.q8_0.hw"),
-    q_one<TensorType::Q8_0, kTouch>("avx512.packed.q8_0.touch"),
     q_one<TensorType::Q8_0, kRunsT0>("avx512.packed.q8_0.2s"),
     q_one<TensorType::Q8_0, kRunsT0Near>("avx512.packed.q8_0.2s.near"),
     q_one<TensorType::Q8_0, kRunsT1Far>("avx512.packed.q8_0.2s.t1.far"),
 };
 constexpr KernelVariant kQ4KVariants[] = {
     k_one<Q4KTile<kT0>>("avx512.packed.q4_k.t0"),
+    k_one<Q4KTile<kT0FarTouch>>("avx512.packed.q4_k.t0.far.touch"),
     k_one<Q4KTile<kT0Touch>>("avx512.packed.q4_k.t0.touch"),
     k_one<Q4KTile<kT1>>("avx512.packed.q4_k.t1"),
     k_one<Q4KTile<kT1Far>>("avx512.packed.q4_k.t1.far"),
@@ -624,6 +628,7 @@ constexpr KernelVariant kQ4KVariants[] = {
 };
 constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<kT0>>("avx512.packed.q6_k.t0"),
+    k_one<Q6KTile<kT0FarTouch>>("avx512.packed.q6_k.t0.far.touch"),
     k_one<Q6KTile<kT0Touch>>("avx512.packed.q6_k.t0.touch"),
     k_one<Q6KTile<kT1>>("avx512.packed.q6_k.t1"),
     k_one<Q6KTile<kT1Far>>("avx512.packed.q6_k.t1.far"),

@@ -105,7 +105,7 @@ struct GroupsTile {
 // stream restarts every group (18 KB of Q4_0 at 2048 columns). The F16/BF16
 // tiles read runs, which measured faster for them. The quantized tiles use
 // neighbours: Q4_0 at 4 columns and Q8_0 at 2 measured slower in runs, and
-// one column reads a single stream (matmul_packed.cpp, kBurstPairs).
+// one column reads a single stream (matmul_packed.cpp, kQOne).
 template <int NG, int kTile, typename Tile>
 int for_each_stream_tile(const Tile& t, int g0, int g1, int c0, int n, bool runs) {
   const int span = runs ? (g1 - g0) / NG : 1;
