@@ -121,7 +121,8 @@ void gemm_exact(int64_t k, const uint8_t* w, size_t w_stride, int nrows, const u
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   int g = 0;
   if (ncols == 1) {
-    if (P.streams == 2) g = for_each_stream_tile<2, 1>(t, g, ngroups, 0, 1, true);
+    if (P.streams == 4) g = for_each_stream_tile<4, 1>(t, g, ngroups, 0, 1, true);
+    if (P.streams >= 2) g = for_each_stream_tile<2, 1>(t, g, ngroups, 0, 1, true);
     for (; g < ngroups; ++g) t.template run<1>(g, 0);
     return;
   }
@@ -245,6 +246,8 @@ constexpr StreamPrefetch kLineT0{1, _MM_HINT_T0, kD, 0, 0, 1};      // without t
 constexpr StreamPrefetch kLineT1{1, _MM_HINT_T1, kD, 0, 0, 1};      // into L2 only
 constexpr StreamPrefetch kLineHw{0, _MM_HINT_T0, 0, 0, 0, 1};       // the hardware prefetchers alone
 constexpr StreamPrefetch kLineT0Runs{1, _MM_HINT_T0, kD, 0, 0, 2};  // two runs per thread
+constexpr StreamPrefetch kLineT0Runs4{1, _MM_HINT_T0, kD, 0, 0, 4};  // four
+constexpr StreamPrefetch kLineT0Runs4Far{1, _MM_HINT_T0, 2 * kD, 0, 0, 4};  //   twice as far ahead
 
 template <bool kIsF16, StreamPrefetch P>
 constexpr MatmulKernel kFloatKernel{TensorType::BF16, quantize_packed_float_act, gemm_float_packed<kIsF16, P>,
@@ -259,12 +262,16 @@ constexpr KernelVariant kF16Variants[] = {
     one_col<true, kLineT1>("avx512.packed.f16.t1"),
     one_col<true, kLineHw>("avx512.packed.f16.hw"),
     one_col<true, kLineT0Runs>("avx512.packed.f16.2s"),
+    one_col<true, kLineT0Runs4>("avx512.packed.f16.4s"),
+    one_col<true, kLineT0Runs4Far>("avx512.packed.f16.4s.far"),
 };
 constexpr KernelVariant kBF16Variants[] = {
     one_col<false, kLineT0>("avx512.packed.bf16.t0"),
     one_col<false, kLineT1>("avx512.packed.bf16.t1"),
     one_col<false, kLineHw>("avx512.packed.bf16.hw"),
     one_col<false, kLineT0Runs>("avx512.packed.bf16.2s"),
+    one_col<false, kLineT0Runs4>("avx512.packed.bf16.4s"),
+    one_col<false, kLineT0Runs4Far>("avx512.packed.bf16.4s.far"),
 };
 }  // namespace
 

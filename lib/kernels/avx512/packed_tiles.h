@@ -26,7 +26,7 @@ struct StreamPrefetch {
   int distance = static_cast<int>(kPrefetchBytes);  //   this many bytes ahead; every = 0: no line prefetch
   int touch_every = 0;              // at multiples of this, touch the pages of that many steps
   int touch_ahead = 0;              //   from this far + kPageAheadBytes ahead (prefetch.h); 0: none
-  int streams = 1;                  // weight streams per thread: 1, or 2 runs side by side
+  int streams = 1;                  // weight streams per thread: 1, or 2 (4: F16/BF16) runs side by side
 };
 
 // The prefetches of StreamPrefetch P at step `step`, whose weights start at `at`.
