@@ -73,7 +73,9 @@ Weights Weights::bind(const gguf::File& f, const ModelConfig& c) {
                   std::to_string(c.n_vocab) + " tokens");
   const int64_t n_vocab = emb.ne[1];
   w.output_norm = b.vector("output_norm.weight", c.n_embd);
-  w.output = f.find_tensor("output.weight") ? b.matrix("output.weight", c.n_embd, n_vocab) : w.token_embd;
+  w.tied_output = !f.find_tensor("output.weight");
+  w.output = w.tied_output ? w.token_embd : b.matrix("output.weight", c.n_embd, n_vocab);
+  w.file_reads_back = !f.map_options().read_into_memory && !f.map_options().lock;
   if (f.find_tensor("rope_freqs.weight")) w.rope_freq_factors = b.vector("rope_freqs.weight", c.rope_dim / 2);
 
   w.layers.resize(static_cast<size_t>(c.n_layer));
@@ -101,7 +103,7 @@ Weights Weights::bind(const gguf::File& f, const ModelConfig& c) {
 uint64_t Weights::matrix_bytes() const {
   auto bytes = [](const Matrix& m) { return static_cast<uint64_t>(m.row_bytes) * static_cast<uint64_t>(m.rows); };
   uint64_t total = bytes(token_embd);
-  if (output.data != token_embd.data) total += bytes(output);
+  if (!tied_output) total += bytes(output);
   for (const LayerWeights& L : layers)
     total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) + bytes(L.w_up) +
              bytes(L.w_down);

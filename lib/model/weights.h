@@ -53,12 +53,18 @@ struct Weights {
   Matrix token_embd;
   std::vector<float> output_norm;
   Matrix output;  // token_embd when the embeddings are tied
+  bool tied_output = false;
+  // The file is a plain mapping (not read into memory, not locked): its
+  // released pages read back from the page cache. Only then is a tied output
+  // packed, since the embedding lookups keep reading its rows in the file.
+  bool file_reads_back = false;
   std::vector<float> rope_freq_factors;  // optional per-frequency divisors (Llama 3.1)
   std::vector<LayerWeights> layers;
 
   static Weights bind(const gguf::File& file, const ModelConfig& config);
-  // The matrices a forward pass multiplies with (every layer's, and the
-  // output unless it is the token embeddings, which are read by row).
+  // The matrices a forward pass multiplies with: every layer's, and the
+  // output, unless it is tied to the token embeddings and the file's pages
+  // would not read back once released (file_reads_back).
   std::vector<Matrix*> matmul_matrices();
   // Copies every matrix of these types that has a packed layout
   // (kernels/packed.h) into one packed buffer per type. With

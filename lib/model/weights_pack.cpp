@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "core/error.h"
@@ -25,7 +26,7 @@ size_t packed_size(const Matrix& m) { return groups(m) * kernels::packed_group_b
 
 std::vector<Matrix*> Weights::matmul_matrices() {
   std::vector<Matrix*> out;
-  if (output.data && output.data != token_embd.data) out.push_back(&output);
+  if (output.data && (!tied_output || file_reads_back)) out.push_back(&output);
   for (LayerWeights& L : layers)
     for (Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) out.push_back(m);
   return out;
@@ -45,18 +46,35 @@ void Weights::pack(const std::vector<TensorType>& types, bool release) {
     interleave_across_numa_nodes(base, total);  // before packing touches the pages
 
     // Packing is a memory-bound copy, and one thread would take about a
-    // second for a 1B model: every core packs, matrices taken from a counter.
+    // second for a 1B model: every core packs, pieces of up to kPieceGroups
+    // groups taken from a counter (pieces, not matrices, so that one large
+    // matrix such as a 150k-row output is shared too). A matrix's file pages
+    // are released by whichever thread packs its last piece.
+    constexpr size_t kPieceGroups = 64;
+    struct Piece {
+      size_t matrix, g0, g1;
+    };
+    std::vector<Piece> pieces;
+    std::unique_ptr<std::atomic<size_t>[]> left(new std::atomic<size_t>[todo.size()]);
+    for (size_t i = 0; i < todo.size(); ++i) {
+      size_t n = 0;
+      for (size_t g = 0; g < groups(*todo[i]); g += kPieceGroups, ++n)
+        pieces.push_back({i, g, std::min(groups(*todo[i]), g + kPieceGroups)});
+      left[i].store(n, std::memory_order_relaxed);
+    }
     std::atomic<size_t> next{0};
     auto worker = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
-        Matrix* m = todo[i];
+      for (size_t p; (p = next.fetch_add(1)) < pieces.size();) {
+        const Piece& piece = pieces[p];
+        Matrix* m = todo[piece.matrix];
         const size_t gb = kernels::packed_group_bytes(m->type, m->cols);
-        for (size_t g = 0; g < groups(*m); ++g) {
+        for (size_t g = piece.g0; g < piece.g1; ++g) {
           const int64_t r0 = static_cast<int64_t>(g) * kernels::kPackRows;
           const int nr = static_cast<int>(std::min<int64_t>(kernels::kPackRows, m->rows - r0));
-          kernels::pack_row_group(m->type, m->row(r0), m->row_bytes, nr, m->cols, base + offset[i] + g * gb);
+          kernels::pack_row_group(m->type, m->row(r0), m->row_bytes, nr, m->cols, base + offset[piece.matrix] + g * gb);
         }
-        if (release) release_pages(m->data, m->row_bytes * static_cast<size_t>(m->rows));
+        if (left[piece.matrix].fetch_sub(1, std::memory_order_acq_rel) == 1 && release)
+          release_pages(m->data, m->row_bytes * static_cast<size_t>(m->rows));
       }
     };
     const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);

@@ -141,11 +141,21 @@ void pack_q6_k(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uin
       std::memcpy(sb + 2 * r, &x[b].d, 2);
       for (int s = 0; s < 16; ++s) sb[32 + 16 * s + r] = static_cast<uint8_t>(x[b].scales[s]);
       q6_k_values(x[b], q);
-      for (int w = 0; w < 256; ++w) {
-        const Q6Pos p = q6_pos(w, r);
-        sb[p.nib] |= static_cast<uint8_t>((q[w] & 0xF) << p.nib_shift);
-        sb[p.hi] |= static_cast<uint8_t>((q[w] >> 4) << p.hi_shift);
-      }
+      // Each byte of the layout at once (packed.h): a nibble byte holds
+      // weights 64j + 4m + i and 64j + 32 + 4m + i, a high-bits byte the top
+      // two bits of 128h + 32s + 4m + i for s = 0..3.
+      for (int m = 0; m < 8; ++m)
+        for (int i = 0; i < 4; ++i) {
+          const int w = 4 * m + i;
+          for (int j = 0; j < 4; ++j)
+            sb[q6k_lo_offset(j, m) + 4 * r + i] =
+                static_cast<uint8_t>((q[64 * j + w] & 0xF) | (q[64 * j + 32 + w] & 0xF) << 4);
+          for (int h = 0; h < 2; ++h) {
+            const uint8_t* v = q + 128 * h + w;
+            sb[q6k_hi_offset(h, m) + 4 * r + i] =
+                static_cast<uint8_t>(v[0] >> 4 | (v[32] >> 4) << 2 | (v[64] >> 4) << 4 | (v[96] >> 4) << 6);
+          }
+        }
     }
   }
 }
