@@ -114,6 +114,13 @@ uint64_t brisk_model_file_size(const brisk_model* m) {
   return guard_value(uint64_t{0}, [&] { return static_cast<uint64_t>(checked(m, "model")->model->file().file_size()); });
 }
 
+uint64_t brisk_model_decode_bytes(const brisk_model* m) {
+  return guard_value(uint64_t{0}, [&] {
+    const brisk_model* c = checked(m, "model");
+    return c->model->vocab_only() ? uint64_t{0} : c->model->weights().decode_bytes();
+  });
+}
+
 brisk_status brisk_model_meta(const brisk_model* m, const char* key, char* buf, size_t cap, size_t* needed) {
   return guard([&] {
     brisk::capi::checked(m, "model");

@@ -352,6 +352,9 @@ int cmd_bench(int argc, char** argv) {
                 "prompt tok/s", "gen tok/s (min-max)", "bw use", "ttft ms", "RSS MiB");
   const int bw_mib = std::max(0, args["bandwidth-mib"].as<int>());
   const uint64_t model_bytes = brisk_model_file_size(model);
+  // What a decode step reads: not the file (untied token embeddings are
+  // read a row per token).
+  const uint64_t step_bytes = brisk_model_decode_bytes(model);
   int rc = 0;
   std::string cpu_list = args.count("cpu-list") ? args["cpu-list"].as<std::string>() : "";
   const bool interleave = args.count("interleave") > 0;
@@ -481,12 +484,13 @@ int cmd_bench(int argc, char** argv) {
         {"ttft_ms", median(ttft)},
         {"peak_rss_bytes", c.peak_rss},
         {"model_bytes", model_bytes},
+        {"decode_bytes", step_bytes},
         {"kernel_plan", kernel_plan},
         {"brisk_version", brisk_version()},
         {"time", static_cast<long long>(std::time(nullptr))},
     };
-    // Decoding streams every weight once per step: at the measured read
-    // bandwidth, model_bytes allow at most `ceiling` steps per second, and a
+    // A decode step streams step_bytes of weights: at the measured read
+    // bandwidth they allow at most `ceiling` steps per second, and a
     // step yields `parallel` tokens. bw use = steps per second / ceiling,
     // each repetition against the mean of the bandwidths measured just
     // before and just after it (the host's bandwidth drifts between
@@ -502,11 +506,11 @@ int cmd_bench(int argc, char** argv) {
       bw.push_back(0.5 * (c.bw_before[r] + c.bw_after[r]));
     double bw_use = 0;
     size_t steady_reps = 0;
-    if (!bw.empty() && model_bytes > 0) {
-      const double ceiling = median(bw) * 1e9 / static_cast<double>(model_bytes);
+    if (!bw.empty() && step_bytes > 0) {
+      const double ceiling = median(bw) * 1e9 / static_cast<double>(step_bytes);
       std::vector<double> uses, steady;
       for (size_t r = 0; r < tg.size() && r < bw.size(); ++r) {
-        uses.push_back(tg[r] / parallel / (bw[r] * 1e9 / static_cast<double>(model_bytes)));
+        uses.push_back(tg[r] / parallel / (bw[r] * 1e9 / static_cast<double>(step_bytes)));
         if (std::abs(c.bw_before[r] - c.bw_after[r]) <= kSteadyBandwidth * bw[r]) steady.push_back(uses.back());
       }
       steady_reps = steady.size();
@@ -538,10 +542,10 @@ int cmd_bench(int argc, char** argv) {
       if (!bw.empty())
         std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f over %zu repetitions, each "
                              "the mean of reads of %d MiB before and after it); "
-                             "%.0f MB of weights -> at most %.1f decode steps/s; bw use over %zu steady "
+                             "%.0f MB of weights per step -> at most %.1f decode steps/s; bw use over %zu steady "
                              "repetitions (before and after within %.0f%%)%s\n",
                      parallel, median(bw), *std::min_element(bw.begin(), bw.end()),
-                     *std::max_element(bw.begin(), bw.end()), bw.size(), bw_mib, model_bytes / 1e6,
+                     *std::max_element(bw.begin(), bw.end()), bw.size(), bw_mib, step_bytes / 1e6,
                      j["decode_ceiling_steps_per_s"].get<double>(), steady_reps, kSteadyBandwidth * 100,
                      steady_reps == 0 ? ", none: over all" : "");
     }

@@ -73,12 +73,12 @@ extern "C" {
 /* These equal the project version and ABI of CMakeLists.txt (checked when
  * the library is built). */
 #define BRISK_VERSION_MAJOR 0
-#define BRISK_VERSION_MINOR 7
+#define BRISK_VERSION_MINOR 8
 #define BRISK_VERSION_PATCH 0
 /* The ABI major is the shared library's SONAME (libbrisk.so.<ABI major>);
  * functions added in ABI minor N carry the symbol version BRISK_<major>.N. */
 #define BRISK_ABI_VERSION_MAJOR 0
-#define BRISK_ABI_VERSION_MINOR 7
+#define BRISK_ABI_VERSION_MINOR 8
 
 /* "0.7.0": the library actually loaded, which may be newer than the header. */
 BRISK_API const char *brisk_version(void);
@@ -232,6 +232,12 @@ BRISK_API brisk_status brisk_model_weight_type(const brisk_model *model, char *b
 BRISK_API brisk_status brisk_model_kernel_plan(const brisk_model *model, char *buf, size_t cap, size_t *needed);
 /* Size of the model file in bytes. */
 BRISK_API uint64_t brisk_model_file_size(const brisk_model *model);
+/* Bytes of weights one decode step reads: every matrix multiplied with (the
+ * output included, also when it is the token embeddings), one row of the
+ * token embeddings and the norm vectors. At a read bandwidth of B bytes/s a
+ * model decodes at most B / this many steps per second. 0 for a
+ * vocabulary-only model or NULL. Added in ABI 0.8. */
+BRISK_API uint64_t brisk_model_decode_bytes(const brisk_model *model);
 /* A metadata value rendered as text (strings as they are, numbers in decimal,
  * arrays as "[n items]"). BRISK_ERR_NOT_FOUND if the key is absent. */
 BRISK_API brisk_status brisk_model_meta(const brisk_model *model, const char *key, char *buf,

@@ -110,4 +110,14 @@ uint64_t Weights::matrix_bytes() const {
   return total;
 }
 
+uint64_t Weights::decode_bytes() const {
+  auto bytes = [](const Matrix& m) { return static_cast<uint64_t>(m.row_bytes) * static_cast<uint64_t>(m.rows); };
+  auto floats = [](const std::vector<float>& v) { return static_cast<uint64_t>(v.size() * sizeof(float)); };
+  uint64_t total = bytes(output) + static_cast<uint64_t>(token_embd.row_bytes) + floats(output_norm);
+  for (const LayerWeights& L : layers)
+    total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) + bytes(L.w_up) +
+             bytes(L.w_down) + floats(L.attn_norm) + floats(L.ffn_norm) + floats(L.bq) + floats(L.bk) + floats(L.bv);
+  return total;
+}
+
 }  // namespace brisk

@@ -162,6 +162,9 @@ func TestModelInfoAndTokens(t *testing.T) {
 	if m.FileSize() == 0 {
 		t.Fatal("file size 0")
 	}
+	if d := m.DecodeBytes(); d == 0 || d >= m.FileSize() {
+		t.Fatalf("decode bytes %d of a %d-byte file", d, m.FileSize())
+	}
 	ids := tokenize(t, m, "Once upon a time")
 	if len(ids) < 2 || ids[0] != m.TokenBOS() {
 		t.Fatalf("tokens %v", ids)

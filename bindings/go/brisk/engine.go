@@ -240,8 +240,8 @@ func (e *Engine) NThreads() int {
 // ReadBandwidth measures the memory read bandwidth the engine's threads
 // reach, in GB/s (1e9 bytes/s): the median of passes streams over a fresh
 // buffer of bytes (0 for the defaults: 512 MiB, 8 passes), with min and max.
-// Decoding reads every weight once per step, so a model of FileSize bytes
-// decodes at most median*1e9/FileSize steps per second.
+// A decode step reads a model's DecodeBytes, so it decodes at most
+// median*1e9/DecodeBytes steps per second.
 func (e *Engine) ReadBandwidth(bytes uint64, passes uint32) (median, min, max float64, err error) {
 	if err := e.check("read bandwidth"); err != nil {
 		return 0, 0, 0, err

@@ -242,6 +242,15 @@ func (m *Model) TokenEOS() int32 {
 	return m.intProp(func(p *C.brisk_model) C.int32_t { return C.brisk_model_token_eos(p) }, -1)
 }
 
+// DecodeBytes is the bytes of weights one decode step reads: every matrix
+// multiplied with, one embedding row and the norms. At B bytes/s of read
+// bandwidth a model decodes at most B/DecodeBytes steps per second.
+func (m *Model) DecodeBytes() uint64 {
+	var v uint64
+	_ = m.with("", func(p *C.brisk_model) error { v = uint64(C.brisk_model_decode_bytes(p)); return nil })
+	return v
+}
+
 // FileSize is the size of the model file in bytes.
 func (m *Model) FileSize() uint64 {
 	var v uint64

@@ -13,10 +13,10 @@ use std::os::raw::{c_char, c_int, c_void};
 
 // ---- versions ---------------------------------------------------------------
 pub const BRISK_VERSION_MAJOR: u32 = 0;
-pub const BRISK_VERSION_MINOR: u32 = 7;
+pub const BRISK_VERSION_MINOR: u32 = 8;
 pub const BRISK_VERSION_PATCH: u32 = 0;
 pub const BRISK_ABI_VERSION_MAJOR: u32 = 0;
-pub const BRISK_ABI_VERSION_MINOR: u32 = 7;
+pub const BRISK_ABI_VERSION_MINOR: u32 = 8;
 
 // ---- status -----------------------------------------------------------------
 pub type brisk_status = c_int;
@@ -276,6 +276,7 @@ extern "C" {
         needed: *mut usize,
     ) -> brisk_status;
     pub fn brisk_model_file_size(model: *const brisk_model) -> u64;
+    pub fn brisk_model_decode_bytes(model: *const brisk_model) -> u64;
     pub fn brisk_model_meta(
         model: *const brisk_model,
         key: *const c_char,

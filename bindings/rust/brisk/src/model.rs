@@ -322,6 +322,13 @@ impl Model {
         unsafe { sys::brisk_model_file_size(self.raw()) }
     }
 
+    /// Bytes of weights one decode step reads (every matrix multiplied with,
+    /// one embedding row, the norms): at B bytes/s of read bandwidth, at most
+    /// B / this many steps per second.
+    pub fn decode_bytes(&self) -> u64 {
+        unsafe { sys::brisk_model_decode_bytes(self.raw()) }
+    }
+
     /// One line such as "llama 5 layers, dim 64, vocab 512, f32, 1.2 MB".
     pub fn describe(&self) -> Result<String> {
         text_out(|buf, cap, needed| unsafe { sys::brisk_model_describe(self.raw(), buf, cap, needed) })

@@ -86,6 +86,7 @@ fn model_info_and_tokens() {
     let m = stories!();
     assert_eq!((m.n_vocab(), m.token_bos(), m.token_eos()), (512, Some(1), Some(2)));
     assert!(m.n_ctx_train() > 0 && m.file_size() > 0);
+    assert!(m.decode_bytes() > 0 && m.decode_bytes() < m.file_size());
     assert!(m.describe().unwrap().contains("vocab 512"));
     assert!(m.kernel_plan().unwrap().starts_with("kernel plan: "));
     assert_eq!(m.meta("general.architecture").unwrap(), "llama");
