@@ -100,16 +100,6 @@ Weights Weights::bind(const gguf::File& f, const ModelConfig& c) {
   return w;
 }
 
-uint64_t Weights::matrix_bytes() const {
-  auto bytes = [](const Matrix& m) { return static_cast<uint64_t>(m.row_bytes) * static_cast<uint64_t>(m.rows); };
-  uint64_t total = bytes(token_embd);
-  if (!tied_output) total += bytes(output);
-  for (const LayerWeights& L : layers)
-    total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) + bytes(L.w_up) +
-             bytes(L.w_down);
-  return total;
-}
-
 uint64_t Weights::decode_bytes() const {
   auto bytes = [](const Matrix& m) { return static_cast<uint64_t>(m.row_bytes) * static_cast<uint64_t>(m.rows); };
   auto floats = [](const std::vector<float>& v) { return static_cast<uint64_t>(v.size() * sizeof(float)); };

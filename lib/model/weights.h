@@ -79,8 +79,6 @@ struct Weights {
   // Owns the packed copies, one buffer per type.
   std::vector<std::pair<TensorType, std::shared_ptr<void>>> packed_storage;
   uint64_t packed_bytes = 0;  // their size (already allocated: not planned again)
-  // Bytes of all matrices.
-  uint64_t matrix_bytes() const;
   // Bytes of weights one decode step reads: every matrix it multiplies with
   // (the output, tied or not), one row of the token embeddings and the norm
   // and bias vectors. Untied embeddings are read a row per token, not whole.

@@ -208,16 +208,13 @@ func (s *Session) Logits() ([]float32, error) {
 // random generator), so that sampling continues exactly as it would have.
 // The session must have logits (not just truncated).
 func (s *Session) SaveState(smp *Sampler, tokens []int32, path string) error {
-	var sp *C.brisk_sampler
-	if smp != nil {
-		if smp.ptr == nil {
-			return closedError("save state", "sampler")
-		}
-		sp = smp.ptr
+	sp, err := optionalSampler(smp, "save state")
+	if err != nil {
+		return err
 	}
 	cpath := cstr(path)
 	defer C.free(unsafe.Pointer(cpath))
-	err := s.run("save state", func(p *C.brisk_session) C.brisk_status {
+	err = s.run("save state", func(p *C.brisk_session) C.brisk_status {
 		return C.brisk_session_save_state(p, sp, int32Ptr(tokens), C.size_t(len(tokens)), cpath)
 	})
 	runtime.KeepAlive(tokens)
@@ -231,16 +228,13 @@ func (s *Session) SaveState(smp *Sampler, tokens []int32, path string) error {
 // (errors.Is(err, StatusChecksum), ...) and change nothing; so is a file of
 // a generating or finished engine sequence (use Engine.LoadSequence).
 func (s *Session) LoadState(smp *Sampler, path string) error {
-	var sp *C.brisk_sampler
-	if smp != nil {
-		if smp.ptr == nil {
-			return closedError("load state", "sampler")
-		}
-		sp = smp.ptr
+	sp, err := optionalSampler(smp, "load state")
+	if err != nil {
+		return err
 	}
 	cpath := cstr(path)
 	defer C.free(unsafe.Pointer(cpath))
-	err := s.run("load state", func(p *C.brisk_session) C.brisk_status {
+	err = s.run("load state", func(p *C.brisk_session) C.brisk_status {
 		return C.brisk_session_load_state(p, sp, cpath)
 	})
 	runtime.KeepAlive(smp)
@@ -435,4 +429,16 @@ func (s *Session) Generate(smp *Sampler, opts *GenerateOptions) (Generation, err
 	runtime.KeepAlive(smp)
 	g.NGenerated, g.StopReason = int(n), StopReason(reason)
 	return g, err
+}
+
+// optionalSampler is smp's handle, nil for a nil smp, and an error for a
+// closed one.
+func optionalSampler(smp *Sampler, op string) (*C.brisk_sampler, error) {
+	if smp == nil {
+		return nil, nil
+	}
+	if smp.ptr == nil {
+		return nil, closedError(op, "sampler")
+	}
+	return smp.ptr, nil
 }
