@@ -31,6 +31,16 @@ struct AttendArgs;
 
 namespace brisk::kernels::avx2 {
 
+// Pins an accumulator's running value to a register at this point of the
+// loop. Without it GCC 12 moves every product of an unrolled tile ahead of
+// the adds that consume it, spills them all to the stack and sums them back
+// at the end (16 ymm registers cannot hold a tile's products); each
+// accumulator update in a tile's inner loop goes through keep().
+template <typename V>
+__attribute__((always_inline)) static inline void keep(V& v) {
+  asm("" : "+x"(v));
+}
+
 bool attend(const AttendArgs& a);  // attend.cpp (kernels/vec.h)
 
 // Per type family (matmul_float.cpp, matmul_q.cpp, matmul_k.cpp).

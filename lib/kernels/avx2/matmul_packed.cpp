@@ -102,9 +102,11 @@ struct PackedTile {
           for (int c = 0; c < C; ++c) {
             const __m256i x0 = _mm256_set1_epi32(load_i32(a_b[c] + 4 * m));
             const __m256i x1 = _mm256_set1_epi32(load_i32(a_b[c] + 16 + 4 * m));
-            for (int i = 0; i < NH; ++i)
+            for (int i = 0; i < NH; ++i) {
               dot[i][c] = _mm256_add_epi16(dot[i][c], _mm256_add_epi16(_mm256_maddubs_epi16(lo[i], x0),
                                                                         _mm256_maddubs_epi16(hi[i], x1)));
+              keep(dot[i][c]);
+            }
           }
         }
         for (int i = 0; i < NH; ++i)
@@ -119,9 +121,11 @@ struct PackedTile {
           }
           for (int c = 0; c < C; ++c) {
             const __m256i x = _mm256_set1_epi32(load_i32(a_b[c] + 4 * m));
-            for (int i = 0; i < NH; ++i)
+            for (int i = 0; i < NH; ++i) {
               dot[i][c] = _mm256_add_epi32(
                   dot[i][c], _mm256_madd_epi16(_mm256_maddubs_epi16(aq[i], _mm256_sign_epi8(x, q[i])), ones16));
+              keep(dot[i][c]);
+            }
           }
         }
       }

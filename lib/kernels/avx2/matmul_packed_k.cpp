@@ -112,8 +112,10 @@ struct Q4KTile : KTile {
           for (int c = 0; c < C; ++c) {
             const int8_t* x = a[c][b].qs + 32 * s;
             __m256i d = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(x)));
-            for (int m = 1; m < 8; ++m)
+            for (int m = 1; m < 8; ++m) {
               d = _mm256_add_epi16(d, _mm256_maddubs_epi16(q[m], _mm256_set1_epi32(load_i32(x + 4 * m))));
+              if constexpr (C <= 4) keep(d);
+            }
             dot[0][c] = d;
           }
         } else {
@@ -127,7 +129,10 @@ struct Q4KTile : KTile {
             }
             for (int c = 0; c < C; ++c) {
               const __m256i x = _mm256_set1_epi32(load_i32(a[c][b].qs + 32 * s + 4 * m));
-              for (int i = 0; i < NH; ++i) dot[i][c] = _mm256_add_epi16(dot[i][c], _mm256_maddubs_epi16(q[i], x));
+              for (int i = 0; i < NH; ++i) {
+                dot[i][c] = _mm256_add_epi16(dot[i][c], _mm256_maddubs_epi16(q[i], x));
+                keep(dot[i][c]);
+              }
             }
           }
         }
@@ -214,12 +219,16 @@ struct Q6KTile : KTile {
             for (int i = 0; i < NH; ++i) {
               const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q[i][0], x0), _mm256_maddubs_epi16(q[i][1], x1));
               sumi[i][c] = _mm256_add_epi32(sumi[i][c], _mm256_madd_epi16(p, sc[i][m / 4]));
+              keep(sumi[i][c]);
             }
           }
         }
         for (int c = 0; c < C; ++c) {
           const __m256i bs = _mm256_set1_epi32(load_i32(a[c][b].bsums + 2 * u));
-          for (int i = 0; i < NH; ++i) offs[i][c] = _mm256_add_epi32(offs[i][c], _mm256_madd_epi16(sw[i], bs));
+          for (int i = 0; i < NH; ++i) {
+            offs[i][c] = _mm256_add_epi32(offs[i][c], _mm256_madd_epi16(sw[i], bs));
+            keep(offs[i][c]);
+          }
         }
       }
       for (int i = 0; i < NH; ++i) {
