@@ -14,7 +14,7 @@
 namespace brisk {
 
 // Bump when kernels or their variants change enough that old plans mislead.
-constexpr int kPlanVersion = 2;
+constexpr int kPlanVersion = 3;
 
 struct PlanKey {
   std::string json;  // the key as canonical JSON text
