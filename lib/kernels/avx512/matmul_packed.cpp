@@ -323,25 +323,25 @@ constexpr StreamPrefetch kQ6KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchByte
 // activation's scale and sums finish it once per 256 weights.
 template <StreamPrefetch P = kQ4KOne>
 struct Q4KTile : KTile {
-  // Sub-block s's 16 row mins as lanes of two int16 halves, min_r in both:
-  // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
-  // min_r x (bsum 2s + bsum 2s+1). A min is split in the layout (packed.h):
-  // its low 4 bits in a nibble at kQ4KMinsLow, its top 2 in bits 6-7 of
-  // the scale byte. (Forced inline: as a call, the 4-column run_few is far slower.)
-  __attribute__((always_inline)) static __m512i mins_both_halves(const uint8_t* sb, int s) {
-    // Lane bytes 4j and 4j+2 take byte j of the row's 16, the others zero.
-    const __m512i dup_idx = _mm512_set_epi32(
-        0x800F800F, 0x800E800E, 0x800D800D, 0x800C800C, 0x800B800B, 0x800A800A, 0x80098009, 0x80088008,
-        0x80078007, 0x80068006, 0x80058005, 0x80048004, 0x80038003, 0x80028002, 0x80018001, 0x80008000);
-    const auto rows16 = [&](size_t off) {
-      return _mm512_shuffle_epi8(
-          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + off))), dup_idx);
-    };
-    __m512i low = rows16(kQ4KMinsLow + 16 * (s / 2));            // 16-bit halves: the byte of nibbles
-    if (s % 2) low = _mm512_srli_epi16(low, 4);
-    const __m512i top = _mm512_srli_epi16(rows16(kQ4KScales + 16 * s), 2);  // bits 4-5: the min's top bits
-    // Bits 0-3 from low, the rest from top (top < 64: bits 4-5 only).
-    return _mm512_ternarylogic_epi32(top, low, _mm512_set1_epi16(0x0F), 0xD8);
+  // The mins of sub-blocks 2j and 2j + 1 as the two int16 halves of each
+  // row's lane, so that one vpdpwssd against the activation's sums per 32
+  // of those sub-blocks gives the row's mins term for both. A min is split
+  // in the layout (packed.h): rawe and rawo are the two sub-blocks' scale
+  // bytes as int32 lanes, whose bits 6-7 are the mins' top bits; the byte at
+  // kQ4KMinsLow + 16j holds both mins' low 4 bits. Half the unpacking and
+  // half the vpdpwssd of a min per sub-block. (Forced inline, as the other
+  // helpers: as calls, the 4-column run_few is far slower.)
+  __attribute__((always_inline)) static __m512i mins_pair(const uint8_t* sb, int j, __m512i rawe, __m512i rawo) {
+    const __m512i lo = u8_epi32(sb + kQ4KMinsLow + 16 * j);
+    // (lo | lo << 12) & 0x000F000F: low nibble to bits 0-3, high nibble to 16-19.
+    const __m512i low = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(lo, 12), _mm512_set1_epi32(0x000F000F), 0xA8);
+    // Top bits: rawe's 6-7 to 4-5, rawo's 6-7 to 20-21.
+    const __m512i top = _mm512_ternarylogic_epi32(_mm512_srli_epi32(rawe, 2), _mm512_slli_epi32(rawo, 14),
+                                                  _mm512_set1_epi32(0x00300030), 0xA8);
+    return _mm512_or_si512(low, top);
+  }
+  __attribute__((always_inline)) static __m512i u8_epi32(const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   // Sub-block scales: the scale bytes of 16 rows at off, as int32 lanes, without the min's bits.
   __attribute__((always_inline)) static __m512i scales_epi32(const uint8_t* p) {
@@ -353,10 +353,10 @@ struct Q4KTile : KTile {
   // unrolled, two float sums per column, nothing through the stack. The high
   // nibbles are used in place (q & 0xF0 is 16 x the weight) with 1/16 folded
   // into their sub-block scale: one and instead of a shift and an and. The
-  // mins term is integer: row r's min byte, copied into both 16-bit halves
-  // of lane r (vpshufb of the 16 bytes broadcast to every 128-bit lane),
-  // makes one vpdpwssd against the activation's bsums 2s and 2s+1 give
-  // min x (bsum 2s + bsum 2s+1).
+  // mins term is integer: after each odd sub-block, one vpdpwssd per column
+  // of mins_pair against the column's sums per 32 of the two sub-blocks
+  // (vphaddw of its sums per 16 once per super-block, kept in a register;
+  // broadcast from the stack, as run_one does, measured slower at 3 columns).
   template <int C>
   void run_few(int g, int c0) const {
     const uint8_t* grp = group(g);
@@ -369,8 +369,13 @@ struct Q4KTile : KTile {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       prefetch_weights<C, kQ4KSuperBytes>(sb + kPrefetchBytes);
       __m512 t0[C], t1[C];
-      __m512i m0[C], m1[C];
-      for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), m0[c] = m1[c] = _mm512_setzero_si512();
+      __m512i mn_acc[C];
+      __m512i b32[C];  // sums per 32, as in run_one, in every 128-bit lane
+      for (int c = 0; c < C; ++c) {
+        t0[c] = t1[c] = _mm512_setzero_ps(), mn_acc[c] = _mm512_setzero_si512();
+        b32[c] = _mm512_broadcast_i32x4(_mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c][b].bsums)),
+                                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c][b].bsums + 8))));
+      }
       _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
         __m512i i0[C], i1[C];
@@ -385,17 +390,15 @@ struct Q4KTile : KTile {
         }
         __m512 sc = _mm512_cvtepi32_ps(scales_epi32(sb + kQ4KScales + 16 * s));
         if (s % 2) sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / 16));
-        const __m512i mn = mins_both_halves(sb, s);
         for (int c = 0; c < C; ++c) {
           const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(i0[c], i1[c]));
-          const __m512i bs = _mm512_set1_epi32(load_i32(a[c][b].bsums + 2 * s));
-          if (s % 2) {
-            t1[c] = _mm512_fmadd_ps(dot, sc, t1[c]);
-            m1[c] = _mm512_dpwssd_epi32(m1[c], mn, bs);
-          } else {
-            t0[c] = _mm512_fmadd_ps(dot, sc, t0[c]);
-            m0[c] = _mm512_dpwssd_epi32(m0[c], mn, bs);
-          }
+          if (s % 2) t1[c] = _mm512_fmadd_ps(dot, sc, t1[c]); else t0[c] = _mm512_fmadd_ps(dot, sc, t0[c]);
+        }
+        if (s % 2) {
+          // The mins of sub-blocks s - 1 and s together (mins_pair).
+          const __m512i mn = mins_pair(sb, s / 2, u8_epi32(sb + kQ4KScales + 16 * (s - 1)),
+                                       u8_epi32(sb + kQ4KScales + 16 * s));
+          for (int c = 0; c < C; ++c) mn_acc[c] = _mm512_dpwssd_epi32(mn_acc[c], mn, _mm512_shuffle_epi32(b32[c], static_cast<_MM_PERM_ENUM>(0x55 * (s / 2))));
         }
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
@@ -403,7 +406,7 @@ struct Q4KTile : KTile {
       for (int c = 0; c < C; ++c) {
         const __m512 da = _mm512_set1_ps(a[c][b].d);
         acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_add_ps(t0[c], t1[c]), acc[c]);
-        accm[c] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(_mm512_add_epi32(m0[c], m1[c])), accm[c]);
+        accm[c] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(mn_acc[c]), accm[c]);
       }
     }
     for (int c = 0; c < C; ++c) acc[c] = _mm512_sub_ps(acc[c], accm[c]);
@@ -417,6 +420,7 @@ struct Q4KTile : KTile {
   // rather than per sub-block. Bounds: a sub-block dot is at most
   // 32 x 15 x 128 = 61440 in magnitude, times a 6-bit scale, times 16 for
   // the high nibbles, summed over 4 sub-blocks: 2.5e8, well inside int32.
+  // The mins term takes one vpdpwssd per pair of sub-blocks (mins_pair).
   // This form reads faster than a rolled loop where compute binds (weights
   // in L2, a shared core); from DRAM the two are alike. Its prefetch (and
   // Q6_K's at one column) is non-temporal, which measured faster than T0; a
@@ -434,6 +438,12 @@ struct Q4KTile : KTile {
       const quant::BlockQ8_K& ab = a[0][b];
       stream_prefetch<P, kQ4KSuperBytes>(sb, b);
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
+      // The activation's sums per 32 (sub-blocks 0..7) as int16, sub-blocks
+      // 2j and 2j + 1 in int32 word j (at most 32 x 128 each).
+      alignas(16) int32_t b32[4];
+      _mm_store_si128(reinterpret_cast<__m128i*>(b32),
+                      _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.bsums)),
+                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.bsums + 8))));
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * j;
         const int8_t* xe = ab.qs + 64 * j;
@@ -445,13 +455,11 @@ struct Q4KTile : KTile {
           o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
           o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
         }
-        const __m512i sce = scales_epi32(sb + kQ4KScales + 32 * j);
-        const __m512i sco = scales_epi32(sb + kQ4KScales + 32 * j + 16);
-        even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), sce));
-        odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), sco));
-        for (int h = 0; h < 2; ++h)
-          mins = _mm512_dpwssd_epi32(mins, mins_both_halves(sb, 2 * j + h),
-                                     _mm512_set1_epi32(load_i32(ab.bsums + 4 * j + 2 * h)));
+        const __m512i rawe = u8_epi32(sb + kQ4KScales + 32 * j), rawo = u8_epi32(sb + kQ4KScales + 32 * j + 16);
+        const __m512i m63 = _mm512_set1_epi32(63);
+        even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), _mm512_and_si512(rawe, m63)));
+        odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), _mm512_and_si512(rawo, m63)));
+        mins = _mm512_dpwssd_epi32(mins, mins_pair(sb, j, rawe, rawo), _mm512_set1_epi32(b32[j]));
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
