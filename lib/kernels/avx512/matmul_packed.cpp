@@ -323,6 +323,26 @@ constexpr StreamPrefetch kQ6KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchByte
 // activation's scale and sums finish it once per 256 weights.
 template <StreamPrefetch P = kQ4KOne>
 struct Q4KTile : KTile {
+  // Sub-block s's 16 row mins as lanes of two int16 halves, min_r in both:
+  // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
+  // min_r x (bsum 2s + bsum 2s+1). A min is split in the layout (packed.h):
+  // its low 4 bits in a nibble at kQ4KMinsLow, its top 2 in bits 6-7 of
+  // the scale byte. (Forced inline: as a call, the 4-column run_few is far slower.)
+  __attribute__((always_inline)) static __m512i mins_both_halves(const uint8_t* sb, int s) {
+    // Lane bytes 4j and 4j+2 take byte j of the row's 16, the others zero.
+    const __m512i dup_idx = _mm512_set_epi32(
+        0x800F800F, 0x800E800E, 0x800D800D, 0x800C800C, 0x800B800B, 0x800A800A, 0x80098009, 0x80088008,
+        0x80078007, 0x80068006, 0x80058005, 0x80048004, 0x80038003, 0x80028002, 0x80018001, 0x80008000);
+    const auto rows16 = [&](size_t off) {
+      return _mm512_shuffle_epi8(
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + off))), dup_idx);
+    };
+    __m512i low = rows16(kQ4KMinsLow + 16 * (s / 2));            // 16-bit halves: the byte of nibbles
+    if (s % 2) low = _mm512_srli_epi16(low, 4);
+    const __m512i top = _mm512_srli_epi16(rows16(kQ4KScales + 16 * s), 2);  // bits 4-5: the min's top bits
+    // Bits 0-3 from low, the rest from top (top < 64: bits 4-5 only).
+    return _mm512_ternarylogic_epi32(top, low, _mm512_set1_epi16(0x0F), 0xD8);
+  }
   // The mins of sub-blocks 2j and 2j + 1 as the two int16 halves of each
   // row's lane, so that one vpdpwssd against the activation's sums per 32
   // of those sub-blocks gives the row's mins term for both. A min is split
@@ -420,7 +440,6 @@ struct Q4KTile : KTile {
   // rather than per sub-block. Bounds: a sub-block dot is at most
   // 32 x 15 x 128 = 61440 in magnitude, times a 6-bit scale, times 16 for
   // the high nibbles, summed over 4 sub-blocks: 2.5e8, well inside int32.
-  // The mins term takes one vpdpwssd per pair of sub-blocks (mins_pair).
   // This form reads faster than a rolled loop where compute binds (weights
   // in L2, a shared core); from DRAM the two are alike. Its prefetch (and
   // Q6_K's at one column) is non-temporal, which measured faster than T0; a
@@ -438,12 +457,6 @@ struct Q4KTile : KTile {
       const quant::BlockQ8_K& ab = a[0][b];
       stream_prefetch<P, kQ4KSuperBytes>(sb, b);
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
-      // The activation's sums per 32 (sub-blocks 0..7) as int16, sub-blocks
-      // 2j and 2j + 1 in int32 word j (at most 32 x 128 each).
-      alignas(16) int32_t b32[4];
-      _mm_store_si128(reinterpret_cast<__m128i*>(b32),
-                      _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.bsums)),
-                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.bsums + 8))));
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * j;
         const int8_t* xe = ab.qs + 64 * j;
@@ -455,11 +468,13 @@ struct Q4KTile : KTile {
           o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
           o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
         }
-        const __m512i rawe = u8_epi32(sb + kQ4KScales + 32 * j), rawo = u8_epi32(sb + kQ4KScales + 32 * j + 16);
-        const __m512i m63 = _mm512_set1_epi32(63);
-        even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), _mm512_and_si512(rawe, m63)));
-        odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), _mm512_and_si512(rawo, m63)));
-        mins = _mm512_dpwssd_epi32(mins, mins_pair(sb, j, rawe, rawo), _mm512_set1_epi32(b32[j]));
+        const __m512i sce = scales_epi32(sb + kQ4KScales + 32 * j);
+        const __m512i sco = scales_epi32(sb + kQ4KScales + 32 * j + 16);
+        even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), sce));
+        odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), sco));
+        for (int h = 0; h < 2; ++h)
+          mins = _mm512_dpwssd_epi32(mins, mins_both_halves(sb, 2 * j + h),
+                                     _mm512_set1_epi32(load_i32(ab.bsums + 4 * j + 2 * h)));
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
