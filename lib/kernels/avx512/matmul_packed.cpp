@@ -440,6 +440,8 @@ struct Q4KTile : KTile {
   // rather than per sub-block. Bounds: a sub-block dot is at most
   // 32 x 15 x 128 = 61440 in magnitude, times a 6-bit scale, times 16 for
   // the high nibbles, summed over 4 sub-blocks: 2.5e8, well inside int32.
+  // The mins stay one per sub-block (mins_both_halves): run_few's pair form,
+  // faster with the weights in L2, decoded slower from DRAM.
   // This form reads faster than a rolled loop where compute binds (weights
   // in L2, a shared core); from DRAM the two are alike. Its prefetch (and
   // Q6_K's at one column) is non-temporal, which measured faster than T0; a
