@@ -113,6 +113,7 @@ struct PackedTile {
           for (int c = 0; c < C; ++c) dot[i][c] = _mm256_madd_epi16(dot[i][c], ones16);
       } else {
         const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+        // Unrolled by request: with keep() below GCC leaves it rolled.
         _Pragma("GCC unroll 8") for (int m = 0; m < 8; ++m) {
           __m256i q[NH], aq[NH];
           for (int i = 0; i < NH; ++i) {

@@ -114,7 +114,7 @@ struct Q4KTile : KTile {
             __m256i d = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(x)));
             for (int m = 1; m < 8; ++m) {
               d = _mm256_add_epi16(d, _mm256_maddubs_epi16(q[m], _mm256_set1_epi32(load_i32(x + 4 * m))));
-              if constexpr (C <= 4) keep(d);
+              if constexpr (C <= 4) keep(d);  // at 5-6 columns GCC's own order measured faster
             }
             dot[0][c] = d;
           }
