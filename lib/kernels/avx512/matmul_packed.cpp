@@ -365,8 +365,7 @@ struct Q4KTile : KTile {
   }
   // Sub-block scales: the scale bytes of 16 rows at off, as int32 lanes, without the min's bits.
   __attribute__((always_inline)) static __m512i scales_epi32(const uint8_t* p) {
-    return _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
-                            _mm512_set1_epi32(63));
+    return _mm512_and_si512(u8_epi32(p), _mm512_set1_epi32(63));
   }
 
   // 2 to kUnrollCols columns (decode of a few sequences), as Q6KTile's:
@@ -375,8 +374,8 @@ struct Q4KTile : KTile {
   // into their sub-block scale: one and instead of a shift and an and. The
   // mins term is integer: after each odd sub-block, one vpdpwssd per column
   // of mins_pair against the column's sums per 32 of the two sub-blocks
-  // (vphaddw of its sums per 16 once per super-block, kept in a register;
-  // broadcast from the stack, as run_one does, measured slower at 3 columns).
+  // (vphaddw of its sums per 16 once per super-block, kept in a register:
+  // broadcast from the stack instead, it measured slower at 3 columns).
   template <int C>
   void run_few(int g, int c0) const {
     const uint8_t* grp = group(g);
@@ -390,11 +389,11 @@ struct Q4KTile : KTile {
       prefetch_weights<C, kQ4KSuperBytes>(sb + kPrefetchBytes);
       __m512 t0[C], t1[C];
       __m512i mn_acc[C];
-      __m512i b32[C];  // sums per 32, as in run_one, in every 128-bit lane
+      __m512i b32[C];  // sums per 32 (sub-blocks 2j, 2j + 1 in word j of every 128-bit lane)
       for (int c = 0; c < C; ++c) {
         t0[c] = t1[c] = _mm512_setzero_ps(), mn_acc[c] = _mm512_setzero_si512();
-        b32[c] = _mm512_broadcast_i32x4(_mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c][b].bsums)),
-                                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c][b].bsums + 8))));
+        const auto* bs = reinterpret_cast<const __m128i*>(a[c][b].bsums);
+        b32[c] = _mm512_broadcast_i32x4(_mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1)));
       }
       _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
@@ -418,7 +417,9 @@ struct Q4KTile : KTile {
           // The mins of sub-blocks s - 1 and s together (mins_pair).
           const __m512i mn = mins_pair(sb, s / 2, u8_epi32(sb + kQ4KScales + 16 * (s - 1)),
                                        u8_epi32(sb + kQ4KScales + 16 * s));
-          for (int c = 0; c < C; ++c) mn_acc[c] = _mm512_dpwssd_epi32(mn_acc[c], mn, _mm512_shuffle_epi32(b32[c], static_cast<_MM_PERM_ENUM>(0x55 * (s / 2))));
+          const auto word = static_cast<_MM_PERM_ENUM>(0x55 * (s / 2));
+          for (int c = 0; c < C; ++c)
+            mn_acc[c] = _mm512_dpwssd_epi32(mn_acc[c], mn, _mm512_shuffle_epi32(b32[c], word));
         }
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
