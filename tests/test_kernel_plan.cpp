@@ -201,6 +201,27 @@ TEST_CASE("planning stops at its time budget and keeps the defaults for the rest
     }
 }
 
+TEST_CASE("a timed sample is cut to whole pairs of row groups within its bytes", "[plan]") {
+  // 1000 bytes per row: 100 KB hold 100 rows, cut to 96 (three pairs of 16).
+  CHECK(plan_sample_rows(5632, 1000, 100000) == 96);
+  CHECK(plan_sample_rows(5632, 1000, uint64_t{1} << 40) == 5632);  // all of it, no more
+  CHECK(plan_sample_rows(5632, 1000, 10) == 32);                   // at least one pair
+  CHECK(plan_sample_rows(20, 1000, 10) == 20);                     // a small matrix whole
+}
+
+TEST_CASE("the preliminary rounds keep every default and the fastest few others near the best", "[plan]") {
+  // Candidate 0 and 3 are the layouts' defaults; 3 is slow but still goes on.
+  const std::vector<double> secs = {1.00, 0.90, 1.10, 3.00, 0.95, 1.20, 1.05, 2.00};
+  const std::vector<bool> def = {true, false, false, true, false, false, false, false};
+  const std::vector<size_t> kept = plan_finalists(secs, def);
+  // The fastest first: 1 (0.90), 4 (0.95), 0 (default), 6 (1.05, the third
+  // other); 2 (1.10) is within 1.25x of 0.90 but a fourth other; 7 is too slow.
+  CHECK(kept == std::vector<size_t>{1, 4, 0, 6, 3});
+  // Others beyond 1.25x of the fastest are dropped even when places are free.
+  CHECK(plan_finalists({1.0, 1.3, 2.0}, {true, false, false}) == std::vector<size_t>{0});
+  CHECK(plan_finalists({1.0, 0.5}, {true, false}) == std::vector<size_t>{1, 0});
+}
+
 TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
   Opened o = open_with(PlanMode::fixed, "");
   const PlanKey a = make_plan_key(o.model->weights(), 2), b = make_plan_key(o.model->weights(), 1);
@@ -269,7 +290,7 @@ TEST_CASE("brisk.h: plan options are checked and the plan is readable through th
   std::string text(needed, '\0');
   REQUIRE(brisk_model_kernel_plan(m, text.data(), text.size(), &needed) == BRISK_OK);
   CHECK(text.rfind("kernel plan: measured", 0) == 0);
-  CHECK(text.find("for 1 thread,") != std::string::npos);
+  CHECK(text.find("for 1 thread (weights packed in ") != std::string::npos);
   CHECK(plan_files(cache).size() == 1);
   brisk_model_close(m);
 }

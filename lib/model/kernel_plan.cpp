@@ -54,12 +54,22 @@ std::string KernelPlan::describe() const {
   char buf[512];
   std::string s;
   if (source == "fixed") {
-    s = "kernel plan: fixed (each instruction set's default kernels)\n";
-  } else {
-    std::snprintf(buf, sizeof buf, "kernel plan: %s in %.2f s for %d thread%s%s%s\n", source.c_str(), seconds, n_threads,
-                  n_threads == 1 ? "" : "s", cache_file.empty() ? "" : source == "cached" ? ", from " : ", cached in ",
-                  cache_file.c_str());
+    std::snprintf(buf, sizeof buf, "kernel plan: fixed (each instruction set's default kernels; weights packed in %.2f s)\n",
+                  pack_seconds);
     s = buf;
+  } else {
+    const char* threads = n_threads == 1 ? "" : "s";
+    char packed[64];
+    std::snprintf(packed, sizeof packed, " (weights packed in %.2f s)", pack_seconds);
+    if (source == "cached") {
+      std::snprintf(buf, sizeof buf, "kernel plan: cached, measured for %d thread%s, read in %.2f s from ", n_threads,
+                    threads, seconds);
+      s = buf + cache_file + packed + "\n";
+    } else {
+      std::snprintf(buf, sizeof buf, "kernel plan: %s in %.2f s for %d thread%s", source.c_str(), seconds, n_threads,
+                    threads);
+      s = buf + std::string(packed) + (cache_file.empty() ? "" : ", cached in " + cache_file) + "\n";
+    }
   }
   if (!note.empty()) s += "  note: " + note + "\n";
   for (const TypePlan& tp : types) {
@@ -98,13 +108,12 @@ constexpr double kClassWeight[kColClasses] = {0.4, 0.2, 0.2, 0.2};
 // classes need far less to be timed.
 constexpr uint64_t kClassSampleBytes[kColClasses] = {uint64_t{256} << 20, uint64_t{256} << 20,
                                                      uint64_t{160} << 20, uint64_t{24} << 20};
-constexpr int kRounds[kColClasses] = {3, 2, 2, 2};
+constexpr int kRounds = 3;
 // How much faster than the default a variant (or the other layout, in the
 // weighted sum) must measure to be chosen: below it, differences are
 // mostly the machine's noise, and the default is the known quantity.
 constexpr double kMargin = 0.03;
 constexpr double kLayoutMargin = 0.05;
-constexpr size_t kFinalists = 3;
 
 bool covers(const KernelVariant& v, int ncols) { return ncols >= v.min_cols && ncols <= v.max_cols; }
 
@@ -138,6 +147,32 @@ TypePlan default_type_plan(TensorType t) {
   const KernelVariant v = default_variant(t, tp.packed);
   for (int c = 0; c < kColClasses; ++c) tp.kernel[c] = v;
   return tp;
+}
+
+int64_t plan_sample_rows(int64_t rows, size_t row_bytes, uint64_t bytes) {
+  constexpr int64_t kUnitRows = 2 * kernels::kPackRows;  // a pair of row groups, as the passes split them
+  const auto fit = static_cast<int64_t>(bytes / std::max<size_t>(row_bytes, 1)) / kUnitRows * kUnitRows;
+  return std::min(rows, std::max(fit, kUnitRows));
+}
+
+std::vector<size_t> plan_finalists(const std::vector<double>& seconds, const std::vector<bool>& is_default) {
+  constexpr size_t kFinalists = 3;
+  constexpr double kCut = 1.25;
+  const double best = seconds.empty() ? 0 : *std::min_element(seconds.begin(), seconds.end());
+  std::vector<size_t> order(seconds.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seconds[a] < seconds[b]; });
+  std::vector<size_t> kept;
+  size_t others = 0;
+  for (size_t i : order) {
+    if (is_default[i]) {
+      kept.push_back(i);
+    } else if (others < kFinalists && seconds[i] <= kCut * best) {
+      kept.push_back(i);
+      ++others;
+    }
+  }
+  return kept;
 }
 
 void apply_plan(Weights& w, const KernelPlan& plan) {
@@ -183,9 +218,12 @@ class Timer {
   int n_threads() const { return pool_.size(); }
   bool over_budget() const { return seconds_since(start_) > budget_; }
 
-  // Median seconds of each candidate's pass over its own sample (the same
-  // matrices in the candidate's layout), `rounds` rounds or as many as the
-  // budget allows (at least one). Empty if the budget is spent already.
+  // Each candidate's fastest pass over its own sample (the same matrices in
+  // the candidate's layout) in `rounds` rounds, or as many as the budget
+  // allows (at least one). Empty if the budget is spent already. The
+  // fastest, not the median: another process or VM can only slow a pass
+  // down, so the fastest is the one it disturbed least, and one slow round
+  // (all that a median of two sees) cannot make a kernel lose.
   std::vector<double> time(const std::vector<std::vector<Matrix>>& samples, const std::vector<KernelVariant>& cands,
                            int ncols, int rounds) {
     std::vector<std::vector<double>> t(cands.size());
@@ -206,13 +244,12 @@ class Timer {
         if (r >= 0) t[i].push_back(seconds_since(t0));
       }
     }
-    std::vector<double> med;
-    for (auto& v : t) {
+    std::vector<double> fastest;
+    for (const auto& v : t) {
       if (v.empty()) return {};
-      std::sort(v.begin(), v.end());
-      med.push_back(v[v.size() / 2]);
+      fastest.push_back(*std::min_element(v.begin(), v.end()));
     }
-    return med;
+    return fastest;
   }
 
  private:
@@ -255,38 +292,41 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
       if (covers(v, kClassCols[c])) cands.push_back(v);
     // One candidate is timed only to weigh the layouts against each other.
     if (cands.empty() || (cands.size() == 1 && !(any_packed && any_rows))) return;
-    // The type's matrices in both layouts, up to `limit` bytes.
+    // The type's matrices in both layouts, `limit` bytes of them: the last
+    // one (or a single large one, such as an output matrix) cut to its
+    // first rows, whole pairs of row groups as the passes split them.
     auto sample_of = [&](uint64_t limit, uint64_t* bytes) {
       std::vector<Matrix> rows, packed;
       *bytes = 0;
       for (const Matrix* m : mats) {
         if (*bytes >= limit) break;
-        rows.push_back(rows_view(*m));
-        if (m->packed) packed.push_back(*m);
-        *bytes += static_cast<uint64_t>(m->row_bytes) * static_cast<uint64_t>(m->rows);
+        Matrix cut = *m;
+        cut.rows = plan_sample_rows(m->rows, m->row_bytes, limit - *bytes);
+        rows.push_back(rows_view(cut));
+        if (m->packed) packed.push_back(cut);
+        *bytes += static_cast<uint64_t>(m->row_bytes) * static_cast<uint64_t>(cut.rows);
       }
       std::vector<std::vector<Matrix>> samples;
       for (const KernelVariant& v : cands) samples.push_back(v.packed ? packed : rows);
       return samples;
     };
     uint64_t bytes = 0;
-    // Many candidates: one round on a quarter of the sample first, and only
-    // the fastest few, with each layout's default, go on to the full rounds.
-    if (cands.size() > kFinalists + 2) {
-      const std::vector<double> pre = timer.time(sample_of(kClassSampleBytes[c] / 4, &bytes), cands, kClassCols[c], 1);
+    auto is_default = [&](const KernelVariant& v) { return v.kernel == default_variant(t, v.packed).kernel; };
+    const auto defaults = static_cast<size_t>(std::count_if(cands.begin(), cands.end(), is_default));
+    // More candidates than layouts: the preliminary rounds pick who goes on
+    // (plan_finalists), so that slow candidates (another ISA's kernels at
+    // many columns) cost two short passes, not the full rounds.
+    if (cands.size() > defaults) {
+      const std::vector<double> pre = timer.time(sample_of(kClassSampleBytes[c] / 4, &bytes), cands, kClassCols[c], 2);
       if (!pre.empty()) {
-        std::vector<size_t> order(cands.size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pre[a] < pre[b]; });
+        std::vector<bool> defaults_mask;
+        for (const KernelVariant& v : cands) defaults_mask.push_back(is_default(v));
         std::vector<KernelVariant> kept;
-        for (size_t r = 0; r < order.size(); ++r) {
-          const KernelVariant& v = cands[order[r]];
-          if (r < kFinalists || v.kernel == default_variant(t, v.packed).kernel) kept.push_back(v);
-        }
+        for (size_t i : plan_finalists(pre, defaults_mask)) kept.push_back(cands[i]);
         cands = kept;
       }
     }
-    const std::vector<double> secs = timer.time(sample_of(kClassSampleBytes[c], &bytes), cands, kClassCols[c], kRounds[c]);
+    const std::vector<double> secs = timer.time(sample_of(kClassSampleBytes[c], &bytes), cands, kClassCols[c], kRounds);
     if (secs.empty()) {
       if (note->empty()) *note = "time budget reached: some classes keep the default kernels";
       return;
@@ -333,7 +373,9 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   if (o.mode == PlanMode::fixed) {
     plan.source = "fixed";
     for (TensorType t : types) plan.types.push_back(default_type_plan(t));
+    const auto pack_start = Clock::now();
     apply_plan(w, plan);
+    plan.pack_seconds = seconds_since(pack_start);
     return plan;
   }
 
@@ -345,8 +387,10 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
     if (read_cached_plan(path, key, &plan, &why)) {
       plan.source = "cached";
       plan.cache_file = path;
-      apply_plan(w, plan);
       plan.seconds = seconds_since(start);
+      const auto pack_start = Clock::now();
+      apply_plan(w, plan);
+      plan.pack_seconds = seconds_since(pack_start);
       return plan;
     }
     if (!why.empty()) log(1, "kernel plan cache '" + path + "' ignored (" + why + "); measuring again");
@@ -371,7 +415,9 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
     if (wk.has_packed) to_pack.push_back(t);
     work.push_back(std::move(wk));
   }
+  const auto pack_start = Clock::now();
   w.pack(to_pack, false);
+  plan.pack_seconds = seconds_since(pack_start);
   // The budget bounds the measuring; packing is part of any load.
   Timer timer(w, n_threads, o.budget_seconds, Clock::now());
   // Decode first for every type, then the wider classes: if the budget runs
@@ -412,8 +458,10 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   }
   plan.source = "measured";
   plan.n_threads = timer.n_threads();
+  const auto apply_start = Clock::now();
   apply_plan(w, plan);
-  plan.seconds = seconds_since(start);
+  plan.pack_seconds += seconds_since(apply_start);
+  plan.seconds = seconds_since(start) - plan.pack_seconds;
   // A plan cut short by the budget is cached too: measuring again at every
   // load would cost the budget every time; `brisk tune` measures again.
   if (!plan.note.empty()) log(1, "kernel plan " + plan.note);

@@ -10,6 +10,8 @@
 // AMX or VNNI runs a prompt faster depends on the shapes. A fixed plan (the
 // ISA's default tables, as without a planner) is kept for reproducible runs.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -55,7 +57,8 @@ struct KernelPlan {
   std::string cache_file;  // where it was read from or written to ("" if none)
   std::string note;        // why a cache was not used, or was not written
   int n_threads = 0;       // threads it was measured with
-  double seconds = 0;      // time spent measuring (or reading)
+  double seconds = 0;      // time spent measuring (or reading), packing apart
+  double pack_seconds = 0; // time spent packing the weights (part of any load)
   std::vector<TypePlan> types;
 
   const TypePlan* find(TensorType t) const;
@@ -69,6 +72,19 @@ KernelPlan plan_kernels(Weights& weights, const PlanOptions& options);
 
 // The fixed plan's choice for type t (what runs without a planner).
 TypePlan default_type_plan(TensorType t);
+
+// The measuring's two rules, apart for the tests:
+// - The rows of a matrix to time so that at most `bytes` of it are read:
+//   its first rows, whole pairs of 16-row groups (as the passes split
+//   them), at least one pair, at most all.
+int64_t plan_sample_rows(int64_t rows, size_t row_bytes, uint64_t bytes);
+// - Which candidates go on from a class's preliminary rounds (two rounds on
+//   a quarter of the sample, seconds[i] the fastest of candidate i) to the
+//   full ones: every layout's default (is_default), which the others must
+//   beat and which weigh the layouts against each other, and of the others
+//   the fastest three within 1.25x of the fastest candidate. Indices, the
+//   fastest first.
+std::vector<size_t> plan_finalists(const std::vector<double>& seconds, const std::vector<bool>& is_default);
 
 // Applies a plan to bound weights: packs the types it packs (releasing file
 // pages) and sets the matrices' kernels. Types the plan does not name keep

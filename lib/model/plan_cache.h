@@ -13,8 +13,9 @@
 
 namespace brisk {
 
-// Bump when kernels or their variants change enough that old plans mislead.
-constexpr int kPlanVersion = 3;
+// Bump when kernels, their variants or how they are measured change enough
+// that old plans mislead.
+constexpr int kPlanVersion = 4;
 
 struct PlanKey {
   std::string json;  // the key as canonical JSON text
