@@ -17,6 +17,12 @@ constexpr size_t kPageBytes = 4096;
 // are int macros), so the templates below compile with both.
 using PrefetchHint = decltype(_MM_HINT_T0);
 
+// Called in every loop of prefetches. GCC counts a prefetch as free of side
+// effects, so it may delete a loop that does nothing else (it did, in every
+// AVX2 packed K-quant tile); an empty volatile asm is a side effect it must
+// keep, and it constrains nothing else: no instruction, no clobber.
+static inline void keep_prefetch_loop() { asm volatile(""); }
+
 // How far beyond each prefetched range its pages are touched.
 //
 // Why touch pages at all: a weight stream that its prefetches keep ahead of
@@ -39,8 +45,10 @@ constexpr size_t kPageAheadBytes = 32768;
 // past the end of a matrix (or of any mapping) are harmless.
 static inline void touch_pages_ahead(const uint8_t* p, size_t bytes) {
   const uintptr_t from = reinterpret_cast<uintptr_t>(p) + kPageAheadBytes;
-  for (uintptr_t page = (from + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1}; page < from + bytes; page += kPageBytes)
+  for (uintptr_t page = (from + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1}; page < from + bytes; page += kPageBytes) {
     _mm_prefetch(reinterpret_cast<const char*>(page), _MM_HINT_T2);
+    keep_prefetch_loop();
+  }
 }
 
 // Bytes ahead of the current weight position that the row-major kernels
@@ -61,7 +69,10 @@ static inline size_t prefetch_distance(int ncols, size_t w_stride) {
 // the prefetches so that they do not crowd out the demand loads.
 template <int Bytes, PrefetchHint Hint = _MM_HINT_T0>
 static inline void prefetch_bytes(const uint8_t* p) {
-  for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
+  for (int o = 0; o < Bytes; o += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
+    keep_prefetch_loop();
+  }
   if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), Hint);
 }
 

@@ -57,11 +57,6 @@ constexpr int attend_row_bytes(int hd) {
 // value rows kAttendAhead positions on (the values are then in cache for
 // their pass; prefetches past the last row are harmless hints).
 constexpr int kAttendAhead = 32;
-template <int Bytes>
-inline void prefetch_row(const uint8_t* p) {
-  for (int o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
-  if (Bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes - 1), _MM_HINT_T0);
-}
 
 // The scores of query heads [h0, h0 + NH) (NH <= 8) against key rows
 // [0, n_pos), to out[p * S + j], prefetching the key and value rows
@@ -80,8 +75,8 @@ __attribute__((noinline)) void score_heads(const float* __restrict q, const uint
   const typename V::F8 scale = V::set1_8(scale_f);
   for (int p = 0; p < n_pos; ++p) {
     if constexpr (kPrefetch) {
-      prefetch_row<attend_row_bytes<KT>(hd)>(k + static_cast<size_t>(p + kAttendAhead) * k_stride);
-      prefetch_row<attend_row_bytes<VT>(hd)>(v + static_cast<size_t>(p + kAttendAhead) * v_stride);
+      prefetch_bytes<attend_row_bytes<KT>(hd)>(k + static_cast<size_t>(p + kAttendAhead) * k_stride);
+      prefetch_bytes<attend_row_bytes<VT>(hd)>(v + static_cast<size_t>(p + kAttendAhead) * v_stride);
     }
     const uint8_t* row = k + static_cast<size_t>(p) * k_stride;
     typename V::F acc[8];
@@ -299,8 +294,8 @@ void attend_impl(const AttendArgs& a) {
   // walks them as whole vectors.
   const int S = attend_scores_stride(G);
   for (int p = 0; p < kAttendAhead && p < a.n_pos; ++p) {
-    prefetch_row<attend_row_bytes<KT>(hd)>(a.k + static_cast<size_t>(p) * a.k_stride);
-    prefetch_row<attend_row_bytes<VT>(hd)>(a.v + static_cast<size_t>(p) * a.v_stride);
+    prefetch_bytes<attend_row_bytes<KT>(hd)>(a.k + static_cast<size_t>(p) * a.k_stride);
+    prefetch_bytes<attend_row_bytes<VT>(hd)>(a.v + static_cast<size_t>(p) * a.v_stride);
   }
   scores<V, KT, VT, NS>(a, S);
   // Softmax per head; the 1/sum is applied to the outputs.
