@@ -51,6 +51,7 @@ std::vector<KernelVariant> matmul_variants(TensorType t) {
       out.push_back({default_name(isa, true, t), isa, true, 1, INT_MAX, k});
   }
 #if !defined(BRISK_NO_X86_KERNELS)
+  if (static_cast<int>(active_isa()) >= static_cast<int>(Isa::avx2)) avx2_extra_variants(t, out);
   if (static_cast<int>(active_isa()) >= static_cast<int>(Isa::avx512)) avx512_extra_variants(t, out);
   if (active_isa() == Isa::amx) amx_extra_variants(t, out);
 #endif

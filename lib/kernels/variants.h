@@ -55,6 +55,7 @@ const KernelVariant* find_variant(const std::vector<KernelVariant>& variants, co
 
 // Per-ISA extras (isa_tables.h style hooks): append variants beyond the
 // default tables. Each file that defines kernels for an ISA defines its hook.
+void avx2_extra_variants(TensorType t, std::vector<KernelVariant>& out);
 void avx512_extra_variants(TensorType t, std::vector<KernelVariant>& out);
 void amx_extra_variants(TensorType t, std::vector<KernelVariant>& out);
 

@@ -27,6 +27,7 @@
 
 namespace brisk::kernels {
 struct AttendArgs;
+struct KernelVariant;  // kernels/variants.h
 }
 
 namespace brisk::kernels::avx2 {
@@ -81,6 +82,10 @@ void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
                       size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                       size_t act_stride, int ncols, float* out, size_t out_stride);
+// The packed kernels' one-column variants beyond the default tables
+// (kernels/variants.h): *n entries (matmul_packed.cpp, matmul_packed_k.cpp).
+const KernelVariant* packed_q_decode_variants(TensorType t, int* n);
+const KernelVariant* packed_k_decode_variants(TensorType t, int* n);
 
 // fp16 <-> f32 with F16C: bit-exact with core/fp16.h for every non-NaN value
 // (both round to nearest even and handle subnormals and overflow the same).

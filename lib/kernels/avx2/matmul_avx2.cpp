@@ -6,6 +6,7 @@
 #include "kernels/avx2/common.h"
 #include "kernels/isa_tables.h"
 #include "kernels/packed.h"
+#include "kernels/variants.h"
 
 namespace brisk::kernels {
 
@@ -61,6 +62,13 @@ const MatmulKernel* avx2_matmul_kernel(TensorType t) {
     case TensorType::Q6_K: return &q6_k;
     default: return nullptr;
   }
+}
+
+void avx2_extra_variants(TensorType t, std::vector<KernelVariant>& out) {
+  int n = 0;
+  const KernelVariant* v = avx2::packed_q_decode_variants(t, &n);
+  if (n == 0) v = avx2::packed_k_decode_variants(t, &n);
+  for (int i = 0; i < n; ++i) append_variant(out, v[i]);
 }
 
 // Over packed weights (kernels/packed.h); nullptr for the types without one.

@@ -29,6 +29,7 @@
 #include "kernels/avx2/common.h"
 #include "kernels/avx2/packed_tiles.h"
 #include "kernels/packed.h"
+#include "kernels/variants.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx2 {
@@ -37,7 +38,8 @@ using quant::BlockQ8_0;
 
 namespace {
 
-template <TensorType T>
+// One column's default prefetch: the pair's lines and pages (OnePrefetch).
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch>
 struct PackedTile {
   static constexpr int kSlices = T == TensorType::Q4_0 ? 4 : 8;
   static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
@@ -73,7 +75,7 @@ struct PackedTile {
       const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
       if ((b & 1) == 0) {
         if constexpr (C == 1)
-          prefetch_stream_bytes<kPairBytes>(pair + kPrefetchBytes);
+          prefetch_one_column<P, kPairBytes>(pair);
         else
           prefetch_bytes<kPairBytes>(pair + kPrefetchBytes);
       }
@@ -144,20 +146,21 @@ struct PackedTile {
   }
 };
 
-template <TensorType T>
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
-  const PackedTile<T> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                        act_stride, q8_0_sums_offset(k), out, out_stride};
+  const PackedTile<T, P> t{k / 32,
+                           static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                           act_stride, q8_0_sums_offset(k), out, out_stride};
   // Tile widths by measurement (kernel_bench, 256 rows like the engine's
   // pieces, 8-64 columns; figures in the commit message): Q4_0 keeps both
   // halves of up to 4 columns in one pass (the nibbles are unpacked once per
   // block for 16 rows); Q8_0, with twice the weight registers, does better
   // with one half of up to 6 columns per pass.
   if constexpr (T == TensorType::Q4_0) {
-    drive<4>(GroupTile<PackedTile<T>, 4>{t}, nrows, ncols);
+    drive<4>(GroupTile<PackedTile<T, P>, 4>{t}, nrows, ncols);
   } else {
-    drive<6>(GroupTile<PackedTile<T>, 2>{t}, nrows, ncols);
+    drive<6>(GroupTile<PackedTile<T, P>, 2>{t}, nrows, ncols);
   }
 }
 
@@ -186,6 +189,42 @@ void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
   gemm_packed<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
+namespace {
+// The one-column prefetch schemes other than the default, as variants for
+// the planner (kernels/variants.h); each is offered for one column only.
+template <TensorType T, OnePrefetch P>
+constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P>, q8_0_sums_bytes, true};
+template <TensorType T, OnePrefetch P>
+constexpr KernelVariant q_one(const char* name) {
+  return {name, Isa::avx2, true, 1, 1, &kQKernel<T, P>};
+}
+constexpr KernelVariant kQ4_0Variants[] = {
+    q_one<TensorType::Q4_0, OnePrefetch::t0>("avx2.packed.q4_0.t0"),
+    q_one<TensorType::Q4_0, OnePrefetch::nta_touch>("avx2.packed.q4_0.nta"),
+    q_one<TensorType::Q4_0, OnePrefetch::far_touch>("avx2.packed.q4_0.far"),
+    q_one<TensorType::Q4_0, OnePrefetch::hw>("avx2.packed.q4_0.hw"),
+};
+constexpr KernelVariant kQ8_0Variants[] = {
+    q_one<TensorType::Q8_0, OnePrefetch::t0>("avx2.packed.q8_0.t0"),
+    q_one<TensorType::Q8_0, OnePrefetch::nta_touch>("avx2.packed.q8_0.nta"),
+    q_one<TensorType::Q8_0, OnePrefetch::far_touch>("avx2.packed.q8_0.far"),
+    q_one<TensorType::Q8_0, OnePrefetch::hw>("avx2.packed.q8_0.hw"),
+};
+template <size_t N>
+const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
+  *n = static_cast<int>(N);
+  return v;
+}
+}  // namespace
+
+const KernelVariant* packed_q_decode_variants(TensorType t, int* n) {
+  switch (t) {
+    case TensorType::Q4_0: return listed(kQ4_0Variants, n);
+    case TensorType::Q8_0: return listed(kQ8_0Variants, n);
+    default: *n = 0; return nullptr;
+  }
 }
 
 }  // namespace brisk::kernels::avx2

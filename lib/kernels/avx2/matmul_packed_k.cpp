@@ -19,6 +19,7 @@
 #include "kernels/avx2/common.h"
 #include "kernels/avx2/packed_tiles.h"
 #include "kernels/packed.h"
+#include "kernels/variants.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx2 {
@@ -74,14 +75,19 @@ struct KTile {
 };
 
 // The weights are prefetched in the pass of the first half only (the
-// second finds the lines in cache). T0 for one column as well: NTA, which
-// the AVX-512 one-column tiles use, left them reading from memory at a
-// fraction of the T0 rate on an Intel host (commit message).
-template <size_t Bytes>
+// second finds the lines in cache): the lines of a C-column tile's
+// super-block, for one column as P says (OnePrefetch). The one-column
+// default is T0 without page touches; the other schemes are variants.
+template <OnePrefetch P, int C, size_t Bytes>
 inline void prefetch_super(const uint8_t* sb, int h0) {
-  if (h0 == 0) prefetch_bytes<Bytes>(sb + kPrefetchBytes);
+  if (h0 != 0) return;
+  if constexpr (C == 1)
+    prefetch_one_column<P, Bytes>(sb);
+  else
+    prefetch_bytes<Bytes>(sb + kPrefetchBytes);
 }
 
+template <OnePrefetch P = OnePrefetch::t0>
 struct Q4KTile : KTile {
   template <int NH, int C>
   void run_halves(int g, int h0, int c0) const {
@@ -94,7 +100,7 @@ struct Q4KTile : KTile {
     const __m256i nib = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      prefetch_super<kQ4KSuperBytes>(sb, h0);
+      prefetch_super<P, C, kQ4KSuperBytes>(sb, h0);
       __m256i sumi[NH][C], summ[NH][C];
       for (int i = 0; i < NH; ++i)
         for (int c = 0; c < C; ++c) sumi[i][c] = summ[i][c] = _mm256_setzero_si256();
@@ -168,6 +174,7 @@ struct Q4KTile : KTile {
   }
 };
 
+template <OnePrefetch P = OnePrefetch::t0>
 struct Q6KTile : KTile {
   template <int NH, int C>
   void run_halves(int g, int h0, int c0) const {
@@ -180,7 +187,7 @@ struct Q6KTile : KTile {
     const __m256i nib = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      prefetch_super<kQ6KSuperBytes>(sb, h0);
+      prefetch_super<P, C, kQ6KSuperBytes>(sb, h0);
       __m256i sumi[NH][C], offs[NH][C];
       for (int i = 0; i < NH; ++i)
         for (int c = 0; c < C; ++c) sumi[i][c] = offs[i][c] = _mm256_setzero_si256();
@@ -253,19 +260,57 @@ void gemm_k(const Tile& t, int nrows, int ncols) {
   drive<6>(GroupTile<Tile, 1>{t}, nrows, ncols);
 }
 
+template <class Tile>
+void gemm_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                   int ncols, float* out, size_t out_stride) {
+  const Tile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                act_stride, out, out_stride}};
+  gemm_k(t, nrows, ncols);
+}
+
+// The one-column prefetch schemes other than the default, as variants for
+// the planner (kernels/variants.h); each is offered for one column only.
+template <class Tile>
+constexpr MatmulKernel kKKernel{TensorType::Q8_K, quantize_q8_k, gemm_k_packed<Tile>, nullptr, true};
+template <class Tile>
+constexpr KernelVariant k_one(const char* name) {
+  return {name, Isa::avx2, true, 1, 1, &kKKernel<Tile>};
+}
+constexpr KernelVariant kQ4KVariants[] = {
+    k_one<Q4KTile<OnePrefetch::t0_touch>>("avx2.packed.q4_k.touch"),
+    k_one<Q4KTile<OnePrefetch::nta_touch>>("avx2.packed.q4_k.nta"),
+    k_one<Q4KTile<OnePrefetch::far_touch>>("avx2.packed.q4_k.far"),
+    k_one<Q4KTile<OnePrefetch::hw>>("avx2.packed.q4_k.hw"),
+};
+constexpr KernelVariant kQ6KVariants[] = {
+    k_one<Q6KTile<OnePrefetch::t0_touch>>("avx2.packed.q6_k.touch"),
+    k_one<Q6KTile<OnePrefetch::nta_touch>>("avx2.packed.q6_k.nta"),
+    k_one<Q6KTile<OnePrefetch::far_touch>>("avx2.packed.q6_k.far"),
+    k_one<Q6KTile<OnePrefetch::hw>>("avx2.packed.q6_k.hw"),
+};
+template <size_t N>
+const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
+  *n = static_cast<int>(N);
+  return v;
+}
+
 }  // namespace
 
 void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  const Q4KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                   act_stride, out, out_stride}};
-  gemm_k(t, nrows, ncols);
+  gemm_k_packed<Q4KTile<>>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  const Q6KTile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                   act_stride, out, out_stride}};
-  gemm_k(t, nrows, ncols);
+  gemm_k_packed<Q6KTile<>>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
+const KernelVariant* packed_k_decode_variants(TensorType t, int* n) {
+  switch (t) {
+    case TensorType::Q4_K: return listed(kQ4KVariants, n);
+    case TensorType::Q6_K: return listed(kQ6KVariants, n);
+    default: *n = 0; return nullptr;
+  }
 }
 
 }  // namespace brisk::kernels::avx2

@@ -29,6 +29,28 @@ inline void store_rows(float* o, int valid, __m256 v) {
 // How far ahead of the current pair of blocks the weight stream is prefetched.
 constexpr size_t kPrefetchBytes = 4608;
 
+// How a one-column (decode) tile prefetches its weights, a template argument
+// of the packed tiles so that each scheme is a kernel of its own that the
+// planner can time (kernels/variants.h): which reads memory fastest is the
+// machine's matter (its prefetchers, miss buffers, the hypervisor's paging).
+// A step is a tile's unit of weights (a Q4_0/Q8_0 pair of blocks, a K-quant
+// super-block), prefetched kPrefetchBytes ahead unless said otherwise.
+enum class OnePrefetch {
+  t0,         // the step's lines into L1
+  t0_touch,   //   and the pages beyond them (prefetch.h, touch_pages_ahead)
+  nta_touch,  // non-temporal (read once), and the pages
+  far_touch,  // into L1 twice as far ahead, and the pages
+  hw,         // none: the hardware prefetchers alone
+};
+
+template <OnePrefetch P, int StepBytes>
+inline void prefetch_one_column(const uint8_t* step) {
+  if constexpr (P == OnePrefetch::t0) prefetch_bytes<StepBytes>(step + kPrefetchBytes);
+  if constexpr (P == OnePrefetch::t0_touch) prefetch_stream_bytes<StepBytes>(step + kPrefetchBytes);
+  if constexpr (P == OnePrefetch::nta_touch) prefetch_stream_bytes<StepBytes, _MM_HINT_NTA>(step + kPrefetchBytes);
+  if constexpr (P == OnePrefetch::far_touch) prefetch_stream_bytes<StepBytes>(step + 2 * kPrefetchBytes);
+}
+
 // A tile of group g x C columns: both halves in one pass while their
 // accumulators fit the 16 ymm registers (kBoth columns), else one pass per
 // half (a half past the last row is skipped).
