@@ -79,3 +79,6 @@ void brisk_go_calibrate_hooks(brisk_calibrate_options *o, uintptr_t h, unsigned 
 }
 void brisk_go_ppl_hooks(brisk_ppl_options *o, uintptr_t h, unsigned which) { PROGRESS_ABORT(o, h, which); }
 void brisk_go_compare_hooks(brisk_compare_options *o, uintptr_t h, unsigned which) { PROGRESS_ABORT(o, h, which); }
+void brisk_go_doctor_hooks(brisk_doctor_options *o, uintptr_t h, unsigned which) {
+  SET_HOOK(o, progress, BRISK_GO_PROGRESS | BRISK_GO_ABORT, progress_trampoline, h, which);
+}

@@ -46,6 +46,10 @@ void brisk_go_quantize_hooks(brisk_quantize_options *o, uintptr_t handle, unsign
 void brisk_go_calibrate_hooks(brisk_calibrate_options *o, uintptr_t handle, unsigned which);
 void brisk_go_ppl_hooks(brisk_ppl_options *o, uintptr_t handle, unsigned which);
 void brisk_go_compare_hooks(brisk_compare_options *o, uintptr_t handle, unsigned which);
+/* brisk doctor (experimental; its options need brisk_experimental.h): it
+ * has no abort callback, so the progress trampoline is installed for
+ * BRISK_GO_PROGRESS or BRISK_GO_ABORT and reports cancellation too. */
+void brisk_go_doctor_hooks(brisk_doctor_options *o, uintptr_t handle, unsigned which);
 
 /* cgo cannot call function-like macros: the options_init macros, as functions. */
 static inline void brisk_go_model_options_init(brisk_model_options *o) { brisk_model_options_init(o); }
@@ -62,5 +66,6 @@ static inline void brisk_go_calibrate_options_init(brisk_calibrate_options *o) {
 static inline void brisk_go_ppl_options_init(brisk_ppl_options *o) { brisk_ppl_options_init(o); }
 static inline void brisk_go_compare_options_init(brisk_compare_options *o) { brisk_compare_options_init(o); }
 static inline void brisk_go_chat_options_init(brisk_chat_options *o) { brisk_chat_options_init(o); }
+static inline void brisk_go_doctor_options_init(brisk_doctor_options *o) { brisk_doctor_options_init(o); }
 
 #endif

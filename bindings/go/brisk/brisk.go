@@ -27,6 +27,11 @@
 // unpack, perplexity, compare) takes a context.Context: cancelling it stops
 // the call, which then fails with an error that is both ErrCancelled and
 // the context's error (context.Canceled or context.DeadlineExceeded).
+//
+// Of brisk_experimental.h, whose calls may change in any release, the
+// package binds Engine.ReadBandwidth, the figures and JSON of Perplexity
+// and Compare results, and Doctor (the system checks of `brisk doctor`,
+// which takes a context too).
 package brisk
 
 /*

@@ -119,7 +119,10 @@ type hooks struct {
 	log      func(level LogLevel, message string)
 	mismatch func(Mismatch)
 	tensor   func(TensorInfo)
-	panic    panicSlot
+	// progressCancels: the call has no abort callback (doctor), so the
+	// progress callback also stops it once done is closed.
+	progressCancels bool
+	panic           panicSlot
 }
 
 func (k *hooks) guard() {
@@ -140,7 +143,16 @@ func briskGoHookProgress(h C.uintptr_t, stage *C.char, done, total C.uint64_t, d
 		}
 	}()
 	defer k.guard()
-	k.progress(Progress{Stage: C.GoString(stage), Done: uint64(done), Total: uint64(total), Detail: C.GoString(detail)})
+	if k.progress != nil {
+		k.progress(Progress{Stage: C.GoString(stage), Done: uint64(done), Total: uint64(total), Detail: C.GoString(detail)})
+	}
+	if k.progressCancels && k.done != nil {
+		select {
+		case <-k.done:
+			return 1
+		default:
+		}
+	}
 	return 0
 }
 

@@ -23,7 +23,7 @@ import (
 // (bytes, tensors, tokens, chunks or prompts, depending on the stage).
 type Progress struct {
 	// Stage is "convert", "verify", "pack", "unpack", "quantize",
-	// "calibrate", "sensitivity", "ppl" or "compare".
+	// "calibrate", "sensitivity", "ppl", "compare" or "doctor".
 	Stage       string
 	Done, Total uint64
 	Detail      string // what is being worked on, e.g. a tensor's name; may be ""

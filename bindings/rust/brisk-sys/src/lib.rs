@@ -3,6 +3,9 @@
 //!
 //! Everything here is `unsafe` and mirrors the C header one to one; see the
 //! header for what each call does, and the `brisk` crate for a safe API.
+//! The calls of `brisk_experimental.h` that the `brisk` crate binds (the
+//! engine's read bandwidth, the perplexity and compare results' readers,
+//! `brisk doctor`) are declared here too; they may change in any release.
 //! C enums are plain `c_int` type aliases with constants, not Rust enums:
 //! brisk's enums only grow, and a value a newer library returns must not be
 //! undefined behaviour here.
@@ -98,10 +101,12 @@ opaque!(
     brisk_engine,
     brisk_sequence,
     brisk_ppl_result,
-    brisk_compare_result
+    brisk_compare_result,
+    brisk_doctor_report
 );
 
-// The toolchain's option structs, calls and result handles.
+// The toolchain's option structs, calls and result handles (and brisk
+// doctor's).
 mod tools;
 pub use tools::*;
 
@@ -640,6 +645,11 @@ mod tests {
             brisk_ppl_options_init(l.as_mut_ptr());
             let l = l.assume_init();
             assert!(l.max_chars < 0 && l.cache_type_k == BRISK_TYPE_AUTO && l.cache_type_v == BRISK_TYPE_AUTO);
+            let mut d = MaybeUninit::<brisk_doctor_options>::zeroed();
+            brisk_doctor_options_init(d.as_mut_ptr());
+            let d = d.assume_init();
+            assert!(d.root.is_null() && d.model_path.is_null() && d.load_seconds == 20.0 && d.measure == 1);
+            assert!(d.progress_fn.is_none() && d.progress_user_data.is_null());
             let name = CStr::from_ptr(brisk_status_name(BRISK_ERR_CONTEXT_FULL));
             assert_eq!(name.to_str().unwrap(), "BRISK_ERR_CONTEXT_FULL");
         }

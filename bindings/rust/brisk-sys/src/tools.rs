@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 //! The toolchain part of brisk.h: conversion, checksums, bundles,
-//! quantization, calibration, perplexity and comparison.
+//! quantization, calibration, perplexity and comparison; and the system
+//! checks of `brisk doctor` (brisk_experimental.h).
 use std::os::raw::{c_char, c_void};
 
 use crate::*;
@@ -160,6 +161,27 @@ pub struct brisk_compare_options {
     pub abort_user_data: *mut c_void,
 }
 
+// ---- system checks (`brisk doctor`): brisk_experimental.h, added in ABI 0.4 ----------
+/// Experimental (brisk_experimental.h): may change in any release.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct brisk_doctor_options {
+    pub struct_size: u32,
+    /// Prefix for every /proc and /sys read; null or "": this machine.
+    pub root: *const c_char,
+    /// A model to check; null: none.
+    pub model_path: *const c_char,
+    pub n_threads: u32,
+    /// Seconds of sustained load in the throttling test; 0 skips it.
+    pub load_seconds: f64,
+    /// Non-zero: also measure (bandwidth, the model's read speed,
+    /// throttling, AMX permission); 0: only read files.
+    pub measure: i32,
+    /// Stage "doctor", units: seconds of load.
+    pub progress_fn: brisk_progress_fn,
+    pub progress_user_data: *mut c_void,
+}
+
 extern "C" {
     // conversion, checksums and bundles
     pub fn brisk_convert_options_init_sized(options: *mut brisk_convert_options, size: usize);
@@ -254,6 +276,20 @@ extern "C" {
         needed: *mut usize,
     ) -> brisk_status;
     pub fn brisk_compare_result_free(result: *mut brisk_compare_result);
+
+    // system checks (experimental)
+    pub fn brisk_doctor_options_init_sized(options: *mut brisk_doctor_options, size: usize);
+    pub fn brisk_doctor_run(
+        options: *const brisk_doctor_options,
+        out_report: *mut *mut brisk_doctor_report,
+    ) -> brisk_status;
+    pub fn brisk_doctor_report_json(
+        report: *const brisk_doctor_report,
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> brisk_status;
+    pub fn brisk_doctor_report_free(report: *mut brisk_doctor_report);
 }
 
 macro_rules! options_init {
@@ -276,4 +312,5 @@ options_init! {
     brisk_calibrate_options_init(brisk_calibrate_options) => brisk_calibrate_options_init_sized;
     brisk_ppl_options_init(brisk_ppl_options) => brisk_ppl_options_init_sized;
     brisk_compare_options_init(brisk_compare_options) => brisk_compare_options_init_sized;
+    brisk_doctor_options_init(brisk_doctor_options) => brisk_doctor_options_init_sized;
 }

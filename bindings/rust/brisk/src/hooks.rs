@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Callbacks of the toolchain calls (convert, verify, pack, quantize,
-// calibrate, perplexity, compare). brisk calls them on the calling thread,
-// inside the call, so they may borrow local state and need not be Send.
+// calibrate, perplexity, compare) and of doctor. brisk calls them on the
+// calling thread, inside the call, so they may borrow local state and need
+// not be Send.
 // Each goes to C as an `extern "C"` trampoline with a pointer to a `Run`
 // on the caller's stack; a panic is caught there (it never unwinds into
 // C++), the call is asked to stop, and the panic resumes once it returns.
@@ -21,7 +22,7 @@ use crate::Type;
 #[derive(Clone, Copy, Debug)]
 pub struct Progress<'a> {
     /// "convert", "verify", "pack", "unpack", "quantize", "calibrate",
-    /// "sensitivity", "ppl" or "compare".
+    /// "sensitivity", "ppl", "compare" or "doctor".
     pub stage: &'a str,
     pub done: u64,
     pub total: u64,
@@ -173,6 +174,27 @@ unsafe extern "C" fn progress_tr(
     (!ok) as c_int
 }
 
+/// The progress callback of a call without an abort callback (doctor): it
+/// also polls `cancel_when`.
+unsafe extern "C" fn progress_cancel_tr(
+    ud: *mut c_void,
+    stage: *const c_char,
+    done: u64,
+    total: u64,
+    detail: *const c_char,
+) -> c_int {
+    let mut stop = false;
+    let ok = guarded(ud, |h| {
+        if let Some(f) = h.progress.as_mut() {
+            f(&Progress { stage: &text(stage), done, total, detail: &text(detail) })
+        }
+        if let Some(f) = h.cancel.as_mut() {
+            stop = f();
+        }
+    });
+    (!ok || stop) as c_int
+}
+
 unsafe extern "C" fn abort_tr(ud: *mut c_void) -> c_int {
     let mut stop = false;
     let ok = guarded(ud, |h| {
@@ -225,6 +247,9 @@ pub(crate) struct Trampolines {
     pub log: sys::brisk_log_fn,
     pub mismatch: sys::brisk_mismatch_fn,
     pub tensor: sys::brisk_quantize_tensor_fn,
+    /// For a call with no abort callback (doctor): progress that also
+    /// polls the cancel hook; `None` when neither is set.
+    pub progress_cancel: sys::brisk_progress_fn,
 }
 
 /// Makes one toolchain call: `f` installs the trampolines into its options
@@ -237,6 +262,11 @@ pub(crate) fn run_hooked(mut hooks: Hooks<'_>, f: impl FnOnce(&Trampolines) -> c
         log: if hooks.log.is_some() { Some(log_tr) } else { None },
         mismatch: if hooks.mismatch.is_some() { Some(mismatch_tr) } else { None },
         tensor: if hooks.tensor.is_some() { Some(tensor_tr) } else { None },
+        progress_cancel: if hooks.progress.is_some() || hooks.cancel.is_some() {
+            Some(progress_cancel_tr)
+        } else {
+            None
+        },
     };
     let mut run = Run { hooks: &mut hooks, panic: None };
     let t = Trampolines { user_data: &mut run as *mut Run as *mut c_void, ..t };

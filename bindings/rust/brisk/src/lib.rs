@@ -29,7 +29,10 @@
 //! [`add_manifest`], [`pack`], [`unpack`], [`quantize`], [`calibrate`],
 //! [`Model::perplexity`], [`compare`]) takes plain options and a [`Hooks`]
 //! of callbacks (progress, cancellation, warnings, mismatches, tensors) that
-//! run on the calling thread and may borrow local state. Errors are
+//! run on the calling thread and may borrow local state; so does
+//! [`doctor()`], the system checks of `brisk doctor`, which comes (like
+//! [`Engine::read_bandwidth`] and the JSON of the quality results) from
+//! `brisk_experimental.h` and may change in any release. Errors are
 //! [`Error`] (a `std::error::Error`) with a [`Status`] kind:
 //!
 //! ```no_run
@@ -73,6 +76,7 @@ pub(crate) fn init<T>(f: unsafe fn(*mut T)) -> T {
     }
 }
 
+mod doctor;
 mod engine;
 mod error;
 mod hooks;
@@ -102,6 +106,9 @@ pub use quality::{
 pub use tools::{
     add_manifest, convert_hf, convert_llama2c, pack, unpack, verify, ConvertOptions, PackOptions, VerifyOptions,
 };
+
+// The system checks of `brisk doctor` (experimental: brisk_experimental.h).
+pub use doctor::{doctor, DoctorOptions};
 
 pub use brisk_sys as sys;
 
