@@ -222,7 +222,7 @@ func TestPlanModes(t *testing.T) {
 		t.Fatalf("a fixed plan wrote to the cache: %v", entries)
 	}
 	p := plan(PlanMeasure)
-	if !strings.HasPrefix(p, "kernel plan: measured") || !strings.Contains(p, " 1 thread,") || !strings.Contains(p, dir) {
+	if !strings.HasPrefix(p, "kernel plan: measured") || !strings.Contains(p, "for 1 thread (") || !strings.Contains(p, dir) {
 		t.Fatalf("measure (1 thread, cached in %s): %q", dir, p)
 	}
 	if p := plan(PlanAuto); !strings.HasPrefix(p, "kernel plan: cached") || !strings.Contains(p, dir) {

@@ -194,7 +194,7 @@ fn plan_modes_show_in_the_kernel_plan() {
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0, "a fixed plan wrote to the cache");
     let where_ = dir.0.to_str().unwrap();
     let p = plan(PlanMode::Measure);
-    assert!(p.starts_with("kernel plan: measured") && p.contains(" 1 thread,") && p.contains(where_), "{}", p);
+    assert!(p.starts_with("kernel plan: measured") && p.contains("for 1 thread (") && p.contains(where_), "{}", p);
     let p = plan(PlanMode::Auto);
     assert!(p.starts_with("kernel plan: cached") && p.contains(where_), "{}", p);
 }
