@@ -222,6 +222,18 @@ TEST_CASE("the preliminary rounds keep every default and the fastest few others 
   CHECK(plan_finalists({1.0, 0.5}, {true, false}) == std::vector<size_t>{1, 0});
 }
 
+TEST_CASE("a variant displaces the default only when clearly faster in every round", "[plan]") {
+  // 10% faster in every round: it wins.
+  CHECK(plan_variant_wins({0.90, 0.91, 0.92}, {1.00, 1.01, 1.00}, 0.03));
+  // Its fastest round is far ahead, but one of the default's rounds was
+  // faster (a disturbance of the variant's, or luck of the default's): no.
+  CHECK_FALSE(plan_variant_wins({0.70, 1.20, 0.72}, {1.00, 1.00, 1.00}, 0.03));
+  // Faster in every round, but by less than the margin: no.
+  CHECK_FALSE(plan_variant_wins({0.99, 0.99, 0.99}, {1.00, 1.00, 1.00}, 0.03));
+  CHECK_FALSE(plan_variant_wins({1.0}, {1.0}, 0.03));  // the default against itself
+  CHECK_FALSE(plan_variant_wins({}, {1.0}, 0.03));
+}
+
 TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
   Opened o = open_with(PlanMode::fixed, "");
   const PlanKey a = make_plan_key(o.model->weights(), 2), b = make_plan_key(o.model->weights(), 1);

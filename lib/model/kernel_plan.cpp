@@ -155,6 +155,15 @@ int64_t plan_sample_rows(int64_t rows, size_t row_bytes, uint64_t bytes) {
   return std::min(rows, std::max(fit, kUnitRows));
 }
 
+bool plan_variant_wins(const std::vector<double>& variant, const std::vector<double>& def, double margin) {
+  if (variant.empty() || def.empty()) return false;
+  if (*std::min_element(variant.begin(), variant.end()) > (1 - margin) * *std::min_element(def.begin(), def.end()))
+    return false;
+  for (size_t r = 0; r < variant.size() && r < def.size(); ++r)
+    if (variant[r] >= def[r]) return false;
+  return true;
+}
+
 std::vector<size_t> plan_finalists(const std::vector<double>& seconds, const std::vector<bool>& is_default) {
   constexpr size_t kFinalists = 3;
   constexpr double kCut = 1.25;
@@ -218,14 +227,12 @@ class Timer {
   int n_threads() const { return pool_.size(); }
   bool over_budget() const { return seconds_since(start_) > budget_; }
 
-  // Each candidate's fastest pass over its own sample (the same matrices in
-  // the candidate's layout) in `rounds` rounds, or as many as the budget
-  // allows (at least one). Empty if the budget is spent already. The
-  // fastest, not the median: another process or VM can only slow a pass
-  // down, so the fastest is the one it disturbed least, and one slow round
-  // (all that a median of two sees) cannot make a kernel lose.
-  std::vector<double> time(const std::vector<std::vector<Matrix>>& samples, const std::vector<KernelVariant>& cands,
-                           int ncols, int rounds) {
+  // Each candidate's pass over its own sample (the same matrices in the
+  // candidate's layout) in each of `rounds` rounds, or as many as the budget
+  // allows (at least one): seconds[candidate][round]. Empty if the budget
+  // is spent already.
+  std::vector<std::vector<double>> time(const std::vector<std::vector<Matrix>>& samples,
+                                        const std::vector<KernelVariant>& cands, int ncols, int rounds) {
     std::vector<std::vector<double>> t(cands.size());
     for (int r = -1; r < rounds; ++r) {  // round -1 warms caches and TLBs
       if (over_budget()) {
@@ -244,12 +251,8 @@ class Timer {
         if (r >= 0) t[i].push_back(seconds_since(t0));
       }
     }
-    std::vector<double> fastest;
-    for (const auto& v : t) {
-      if (v.empty()) return {};
-      fastest.push_back(*std::min_element(v.begin(), v.end()));
-    }
-    return fastest;
+    if (t.empty() || t[0].empty()) return {};
+    return t;
   }
 
  private:
@@ -317,22 +320,30 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
     // (plan_finalists), so that slow candidates (another ISA's kernels at
     // many columns) cost two short passes, not the full rounds.
     if (cands.size() > defaults) {
-      const std::vector<double> pre = timer.time(sample_of(kClassSampleBytes[c] / 4, &bytes), cands, kClassCols[c], 2);
+      const auto pre = timer.time(sample_of(kClassSampleBytes[c] / 4, &bytes), cands, kClassCols[c], 2);
       if (!pre.empty()) {
+        std::vector<double> fastest;
         std::vector<bool> defaults_mask;
-        for (const KernelVariant& v : cands) defaults_mask.push_back(is_default(v));
+        for (size_t i = 0; i < cands.size(); ++i) {
+          fastest.push_back(*std::min_element(pre[i].begin(), pre[i].end()));
+          defaults_mask.push_back(is_default(cands[i]));
+        }
         std::vector<KernelVariant> kept;
-        for (size_t i : plan_finalists(pre, defaults_mask)) kept.push_back(cands[i]);
+        for (size_t i : plan_finalists(fastest, defaults_mask)) kept.push_back(cands[i]);
         cands = kept;
       }
     }
-    const std::vector<double> secs = timer.time(sample_of(kClassSampleBytes[c], &bytes), cands, kClassCols[c], kRounds);
-    if (secs.empty()) {
+    const auto rounds = timer.time(sample_of(kClassSampleBytes[c], &bytes), cands, kClassCols[c], kRounds);
+    if (rounds.empty()) {
       if (note->empty()) *note = "time budget reached: some classes keep the default kernels";
       return;
     }
+    // A candidate's time is its fastest round: another process or VM can
+    // only slow a pass down, so the fastest is the least disturbed.
+    std::vector<double> secs;
+    for (const auto& r : rounds) secs.push_back(*std::min_element(r.begin(), r.end()));
     // Each layout's best; a variant displaces the layout's default table
-    // only when it is clearly faster, so that noise does not pick it.
+    // only when it is clearly faster, and in every round (plan_variant_wins).
     for (int layout = 0; layout < 2; ++layout) {
       const KernelVariant def = default_variant(t, layout == 1);
       int best = -1, def_i = -1;
@@ -342,7 +353,8 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
         if (best < 0 || secs[i] < secs[static_cast<size_t>(best)]) best = static_cast<int>(i);
       }
       if (best < 0) continue;
-      if (def_i >= 0 && secs[static_cast<size_t>(best)] > (1 - kMargin) * secs[static_cast<size_t>(def_i)]) best = def_i;
+      if (def_i >= 0 && !plan_variant_wins(rounds[static_cast<size_t>(best)], rounds[static_cast<size_t>(def_i)], kMargin))
+        best = def_i;
       const double t = secs[static_cast<size_t>(best)];
       (layout ? by_packed : by_rows)[c] =
           Measured{cands[static_cast<size_t>(best)], t, t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0};

@@ -85,6 +85,12 @@ int64_t plan_sample_rows(int64_t rows, size_t row_bytes, uint64_t bytes);
 //   the fastest three within 1.25x of the fastest candidate. Indices, the
 //   fastest first.
 std::vector<size_t> plan_finalists(const std::vector<double>& seconds, const std::vector<bool>& is_default);
+// - Whether a variant displaces its layout's default, from their seconds per
+//   round (the rounds interleave the candidates): its fastest round must be
+//   faster than the default's by `margin` (a fraction), and it must be the
+//   faster of the two in every round, so that a disturbance of one or two
+//   of the default's rounds cannot make it lose.
+bool plan_variant_wins(const std::vector<double>& variant, const std::vector<double>& def, double margin);
 
 // Applies a plan to bound weights: packs the types it packs (releasing file
 // pages) and sets the matrices' kernels. Types the plan does not name keep
