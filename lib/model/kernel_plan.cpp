@@ -94,6 +94,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// apply_plan, returning its seconds (packing, most of it).
+double timed_apply(Weights& w, const KernelPlan& plan) {
+  const auto t0 = Clock::now();
+  apply_plan(w, plan);
+  return seconds_since(t0);
+}
+
 bool packing_disabled() {
   const char* env = std::getenv("BRISK_REPACK");
   return env && std::strcmp(env, "0") == 0;
@@ -264,6 +271,14 @@ class Timer {
   int64_t x_stride_ = 0, out_stride_ = 0;
 };
 
+// Each candidate's fastest round: another process or VM can only slow a
+// pass down, so the fastest is the least disturbed.
+std::vector<double> fastest_rounds(const std::vector<std::vector<double>>& seconds) {
+  std::vector<double> out;
+  for (const auto& r : seconds) out.push_back(*std::min_element(r.begin(), r.end()));
+  return out;
+}
+
 struct Measured {
   KernelVariant best;
   double seconds = 0;  // 0: not measured
@@ -322,14 +337,10 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
     if (cands.size() > defaults) {
       const auto pre = timer.time(sample_of(kClassSampleBytes[c] / 4, &bytes), cands, kClassCols[c], 2);
       if (!pre.empty()) {
-        std::vector<double> fastest;
         std::vector<bool> defaults_mask;
-        for (size_t i = 0; i < cands.size(); ++i) {
-          fastest.push_back(*std::min_element(pre[i].begin(), pre[i].end()));
-          defaults_mask.push_back(is_default(cands[i]));
-        }
+        for (const KernelVariant& v : cands) defaults_mask.push_back(is_default(v));
         std::vector<KernelVariant> kept;
-        for (size_t i : plan_finalists(fastest, defaults_mask)) kept.push_back(cands[i]);
+        for (size_t i : plan_finalists(fastest_rounds(pre), defaults_mask)) kept.push_back(cands[i]);
         cands = kept;
       }
     }
@@ -338,10 +349,7 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
       if (note->empty()) *note = "time budget reached: some classes keep the default kernels";
       return;
     }
-    // A candidate's time is its fastest round: another process or VM can
-    // only slow a pass down, so the fastest is the least disturbed.
-    std::vector<double> secs;
-    for (const auto& r : rounds) secs.push_back(*std::min_element(r.begin(), r.end()));
+    const std::vector<double> secs = fastest_rounds(rounds);
     // Each layout's best; a variant displaces the layout's default table
     // only when it is clearly faster, and in every round (plan_variant_wins).
     for (int layout = 0; layout < 2; ++layout) {
@@ -385,9 +393,7 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   if (o.mode == PlanMode::fixed) {
     plan.source = "fixed";
     for (TensorType t : types) plan.types.push_back(default_type_plan(t));
-    const auto pack_start = Clock::now();
-    apply_plan(w, plan);
-    plan.pack_seconds = seconds_since(pack_start);
+    plan.pack_seconds = timed_apply(w, plan);
     return plan;
   }
 
@@ -400,9 +406,7 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
       plan.source = "cached";
       plan.cache_file = path;
       plan.seconds = seconds_since(start);
-      const auto pack_start = Clock::now();
-      apply_plan(w, plan);
-      plan.pack_seconds = seconds_since(pack_start);
+      plan.pack_seconds = timed_apply(w, plan);
       return plan;
     }
     if (!why.empty()) log(1, "kernel plan cache '" + path + "' ignored (" + why + "); measuring again");
@@ -470,9 +474,7 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   }
   plan.source = "measured";
   plan.n_threads = timer.n_threads();
-  const auto apply_start = Clock::now();
-  apply_plan(w, plan);
-  plan.pack_seconds += seconds_since(apply_start);
+  plan.pack_seconds += timed_apply(w, plan);
   plan.seconds = seconds_since(start) - plan.pack_seconds;
   // A plan cut short by the budget is cached too: measuring again at every
   // load would cost the budget every time; `brisk tune` measures again.

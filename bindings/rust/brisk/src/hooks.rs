@@ -183,16 +183,10 @@ unsafe extern "C" fn progress_cancel_tr(
     total: u64,
     detail: *const c_char,
 ) -> c_int {
-    let mut stop = false;
-    let ok = guarded(ud, |h| {
-        if let Some(f) = h.progress.as_mut() {
-            f(&Progress { stage: &text(stage), done, total, detail: &text(detail) })
-        }
-        if let Some(f) = h.cancel.as_mut() {
-            stop = f();
-        }
-    });
-    (!ok || stop) as c_int
+    match progress_tr(ud, stage, done, total, detail) {
+        0 => abort_tr(ud),
+        stop => stop,
+    }
 }
 
 unsafe extern "C" fn abort_tr(ud: *mut c_void) -> c_int {
