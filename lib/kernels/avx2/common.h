@@ -86,6 +86,12 @@ void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 // (kernels/variants.h): *n entries (matmul_packed.cpp, matmul_packed_k.cpp).
 const KernelVariant* packed_q_decode_variants(TensorType t, int* n);
 const KernelVariant* packed_k_decode_variants(TensorType t, int* n);
+// Against plain f32 activations (matmul_packed_float.cpp).
+void gemm_f16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                     size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_bf16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                      size_t act_stride, int ncols, float* out, size_t out_stride);
+const KernelVariant* packed_float_decode_variants(TensorType t, int* n);
 
 // fp16 <-> f32 with F16C: bit-exact with core/fp16.h for every non-NaN value
 // (both round to nearest even and handle subnormals and overflow the same).

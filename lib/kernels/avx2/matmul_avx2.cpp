@@ -68,6 +68,7 @@ void avx2_extra_variants(TensorType t, std::vector<KernelVariant>& out) {
   int n = 0;
   const KernelVariant* v = avx2::packed_q_decode_variants(t, &n);
   if (n == 0) v = avx2::packed_k_decode_variants(t, &n);
+  if (n == 0) v = avx2::packed_float_decode_variants(t, &n);
   for (int i = 0; i < n; ++i) append_variant(out, v[i]);
 }
 
@@ -78,11 +79,15 @@ const MatmulKernel* avx2_packed_matmul_kernel(TensorType t) {
   static const MatmulKernel q4_0{TensorType::Q8_0, quantize_q8_0_sums, gemm_q4_0_packed, q8_0_sums_bytes, true};
   static const MatmulKernel q4_k{TensorType::Q8_K, quantize_q8_k, gemm_q4_k_packed, nullptr, true};
   static const MatmulKernel q6_k{TensorType::Q8_K, quantize_q8_k, gemm_q6_k_packed, nullptr, true};
+  static const MatmulKernel f16{TensorType::F32, quantize_f32, gemm_f16_packed, nullptr, true};
+  static const MatmulKernel bf16{TensorType::F32, quantize_f32, gemm_bf16_packed, nullptr, true};
   switch (t) {
     case TensorType::Q8_0: return &q8_0;
     case TensorType::Q4_0: return &q4_0;
     case TensorType::Q4_K: return &q4_k;
     case TensorType::Q6_K: return &q6_k;
+    case TensorType::F16: return &f16;
+    case TensorType::BF16: return &bf16;
     default: return nullptr;
   }
 }

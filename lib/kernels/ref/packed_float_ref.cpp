@@ -32,12 +32,14 @@ void quantize_packed_float_act_ref(const float* x, void* out, int64_t k) {
 }
 
 void pack_float_row_group(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
-  // Value j of pair p, row r at byte 64p + 4r + 2j; rows past nrows stay 0.
-  std::memset(group, 0, static_cast<size_t>(k) * 2 * kPackRows);
-  for (int r = 0; r < nrows; ++r) {
-    const uint8_t* row = rows + static_cast<size_t>(r) * row_stride;
-    for (int64_t i = 0; i < k; ++i)
-      std::memcpy(group + 64 * static_cast<size_t>(i / 2) + 4 * r + 2 * (i % 2), row + 2 * i, 2);
+  // Pair p (values 2p, 2p + 1: 4 bytes) of row r at byte 64p + 4r; rows past
+  // nrows are 0. Line by line, so each 64-byte line is written once.
+  const size_t pad = 4 * static_cast<size_t>(kPackRows - nrows);
+  for (int64_t p = 0; p < k / 2; ++p) {
+    uint8_t* line = group + 64 * static_cast<size_t>(p);
+    const uint8_t* src = rows + 4 * static_cast<size_t>(p);
+    for (int r = 0; r < nrows; ++r) std::memcpy(line + 4 * r, src + static_cast<size_t>(r) * row_stride, 4);
+    if (pad) std::memset(line + 4 * nrows, 0, pad);
   }
 }
 
