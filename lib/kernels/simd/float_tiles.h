@@ -62,6 +62,17 @@ struct FloatTile {
       for (int c = 0; c < C; ++c) acc[r][c] = V::zero();
 
     int64_t i = 0;
+    if constexpr (R * C == 1) {
+      // One row and one column: four chains of FMAs, else their latency
+      // paces the stream.
+      typename V::F more[3] = {V::zero(), V::zero(), V::zero()};
+      for (; i + 4 * W <= k; i += 4 * W) {
+        acc[0][0] = V::fmadd(L::load(wr[0], i), V::load(xc[0] + i), acc[0][0]);
+        for (int u = 0; u < 3; ++u)
+          more[u] = V::fmadd(L::load(wr[0], i + (u + 1) * W), V::load(xc[0] + i + (u + 1) * W), more[u]);
+      }
+      acc[0][0] = V::add(V::add(acc[0][0], more[0]), V::add(more[1], more[2]));
+    }
     for (; i + W <= k; i += W) {
       typename V::F x[C];
       for (int c = 0; c < C; ++c) x[c] = V::load(xc[c] + i);
