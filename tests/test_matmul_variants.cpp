@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu.h"
 #include "core/tensor_type.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
@@ -183,6 +185,29 @@ TEST_CASE("every variant matches the scalar reference of its layout", "[variants
           FAIL("row " << bad % out_stride << " column " << bad / out_stride << ": got " << got[bad] << ", reference "
                       << w[bad] << ", sum |w x| " << mag[bad]);
       }
+    }
+  }
+}
+
+TEST_CASE("the AVX-VNNI variants are listed exactly where the CPU has AVX-VNNI", "[variants]") {
+  // The AVX2-level kernels run under BRISK_ISA=avx2 and above; on a CPU
+  // without AVX-VNNI they must not be offered at all (they would fault).
+  if (!isa_supported(Isa::avx2) || static_cast<int>(active_isa()) < static_cast<int>(Isa::avx2)) {
+    WARN("skipped: the AVX2 kernels are not active here");
+    return;
+  }
+  const bool vnni = cpu_features().avx_vnni;
+  if (!vnni) WARN("this CPU lacks AVX-VNNI: checking that no .vnni variant is offered");
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
+    const std::string name = std::string("avx2.packed.") + type_name(t) + ".vnni";
+    INFO(name);
+    const std::vector<KernelVariant> vs = matmul_variants(t);
+    const KernelVariant* v = find_variant(vs, name.c_str());
+    CHECK((v != nullptr) == vnni);
+    if (v) {
+      CHECK(v->isa == Isa::avx2);
+      CHECK(v->packed);
+      CHECK(v->max_cols == INT_MAX);  // every column class, as the planner may pick it for any
     }
   }
 }

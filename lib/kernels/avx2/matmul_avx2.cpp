@@ -3,7 +3,9 @@
 // when the CPU and OS support those extensions.
 #include <cstdlib>
 
+#include "core/cpu.h"
 #include "kernels/avx2/common.h"
+#include "kernels/avx2vnni/vnni.h"
 #include "kernels/isa_tables.h"
 #include "kernels/packed.h"
 #include "kernels/variants.h"
@@ -70,6 +72,10 @@ void avx2_extra_variants(TensorType t, std::vector<KernelVariant>& out) {
   if (n == 0) v = avx2::packed_k_decode_variants(t, &n);
   if (n == 0) v = avx2::packed_float_decode_variants(t, &n);
   for (int i = 0; i < n; ++i) append_variant(out, v[i]);
+  if (cpu_features().avx_vnni) {
+    v = avx2vnni::packed_vnni_variants(t, &n);
+    for (int i = 0; i < n; ++i) append_variant(out, v[i]);
+  }
 }
 
 // Over packed weights (kernels/packed.h); nullptr for the types without one.
