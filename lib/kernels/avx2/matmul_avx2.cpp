@@ -66,16 +66,18 @@ const MatmulKernel* avx2_matmul_kernel(TensorType t) {
   }
 }
 
+// Where the CPU has AVX-VNNI and the type has VNNI kernels, those (with
+// their own one-column prefetch schemes) replace the plain kernels'
+// prefetch variants: the plain default stays as the baseline, and the plan
+// measures a handful of candidates instead of twice as many.
 void avx2_extra_variants(TensorType t, std::vector<KernelVariant>& out) {
   int n = 0;
-  const KernelVariant* v = avx2::packed_q_decode_variants(t, &n);
+  const KernelVariant* v = nullptr;
+  if (cpu_features().avx_vnni) v = avx2vnni::packed_vnni_variants(t, &n);
+  if (n == 0) v = avx2::packed_q_decode_variants(t, &n);
   if (n == 0) v = avx2::packed_k_decode_variants(t, &n);
   if (n == 0) v = avx2::packed_float_decode_variants(t, &n);
   for (int i = 0; i < n; ++i) append_variant(out, v[i]);
-  if (cpu_features().avx_vnni) {
-    v = avx2vnni::packed_vnni_variants(t, &n);
-    for (int i = 0; i < n; ++i) append_variant(out, v[i]);
-  }
 }
 
 // Over packed weights (kernels/packed.h); nullptr for the types without one.
