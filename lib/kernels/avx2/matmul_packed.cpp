@@ -212,11 +212,6 @@ constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, OnePrefetch::far_touch>("avx2.packed.q8_0.far"),
     q_one<TensorType::Q8_0, OnePrefetch::hw>("avx2.packed.q8_0.hw"),
 };
-template <size_t N>
-const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
-  *n = static_cast<int>(N);
-  return v;
-}
 }  // namespace
 
 const KernelVariant* packed_q_decode_variants(TensorType t, int* n) {

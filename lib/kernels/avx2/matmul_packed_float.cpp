@@ -174,11 +174,6 @@ constexpr KernelVariant kBF16Variants[] = {
     one_col<BF16, OnePrefetch::hw>("avx2.packed.bf16.hw"),
     one_col<BF16, OnePrefetch::t0_touch, 2>("avx2.packed.bf16.2s"),
 };
-template <size_t N>
-const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
-  *n = static_cast<int>(N);
-  return v;
-}
 }  // namespace
 
 const KernelVariant* packed_float_decode_variants(TensorType t, int* n) {

@@ -28,11 +28,6 @@ using quant::BlockQ8_K;
 
 namespace {
 
-// 8 bytes at p (rows 8h .. 8h + 7 of a 16-row byte vector) zero-extended
-// to the 8 int32 slots.
-inline __m256i rows_u8(const uint8_t* p) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
 // Q6_K slice offsets (packed.h's q6k_hi_offset / q6k_lo_offset) from
 // constants: the constexpr functions of the shared header are inline, and
 // an inline function called at run time here could be emitted with AVX2
@@ -288,11 +283,6 @@ constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<OnePrefetch::far_touch>>("avx2.packed.q6_k.far"),
     k_one<Q6KTile<OnePrefetch::hw>>("avx2.packed.q6_k.hw"),
 };
-template <size_t N>
-const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
-  *n = static_cast<int>(N);
-  return v;
-}
 
 }  // namespace
 

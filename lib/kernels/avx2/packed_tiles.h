@@ -16,6 +16,12 @@ inline int32_t load_i32(const void* p) {
   return v;
 }
 
+// 8 bytes at p (rows 8h .. 8h + 7 of a 16-row byte vector) zero-extended
+// to the 8 int32 slots.
+inline __m256i rows_u8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
 // Rows [0, valid) of 8 results at o (valid <= 0: none).
 inline void store_rows(float* o, int valid, __m256 v) {
   if (valid >= 8) {
@@ -91,6 +97,13 @@ inline void for_each_col_tile(const Tile& t, int g, int c0, int n) {
     dispatch_cols<kTile>(t, g, c0, width);
     c0 += width;
   }
+}
+
+// A file's table of variants and its length (kernels/variants.h hooks).
+template <size_t N>
+const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
+  *n = static_cast<int>(N);
+  return v;
 }
 
 // Columns are taken in blocks whose activations stay in L2 while the row

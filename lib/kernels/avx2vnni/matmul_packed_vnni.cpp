@@ -132,11 +132,6 @@ struct QTile {
   }
 };
 
-// 8 bytes at p (rows 8h .. 8h + 7 of a 16-row byte vector) zero-extended
-// to the 8 int32 slots.
-inline __m256i rows_u8(const uint8_t* p) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
 
 // Q4_K against Q8_K activations.
 template <OnePrefetch P = OnePrefetch::t0>
@@ -294,11 +289,6 @@ constexpr KernelVariant kQ4KVariants[] = {
     {"avx2.packed.q4_k.vnni", Isa::avx2, true, 1, INT_MAX, &kQ4KKernel<OnePrefetch::t0>},
     {"avx2.packed.q4_k.vnni.nta", Isa::avx2, true, 1, 1, &kQ4KKernel<OnePrefetch::nta_touch>},
 };
-template <size_t N>
-const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
-  *n = static_cast<int>(N);
-  return v;
-}
 
 }  // namespace
 
