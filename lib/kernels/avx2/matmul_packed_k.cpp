@@ -43,31 +43,6 @@ inline size_t q6_lo(int j, int m) { return q6_hi(j / 2, m) + kQ6Lo0 + kQ6LoRun *
 // A 16-bit value per slot copied into both halves of its slot.
 inline __m256i both_halves(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
 
-struct KTile {
-  int64_t nsb;
-  const uint8_t* w;
-  size_t w_stride;
-  int nrows;
-  const uint8_t* act;
-  size_t act_stride;
-  float* out;
-  size_t out_stride;
-
-  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
-  template <int C>
-  void columns(int c0, const BlockQ8_K* (&a)[C]) const {
-    for (int c = 0; c < C; ++c)
-      a[c] = reinterpret_cast<const BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
-  }
-  template <int NH, int C>
-  void store(int g, int h0, int c0, const __m256 (&acc)[NH][C]) const {
-    for (int c = 0; c < C; ++c)
-      for (int i = 0; i < NH; ++i) {
-        const int row = g * kPackRows + 8 * (h0 + i);
-        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(row), nrows - row, acc[i][c]);
-      }
-  }
-};
 
 // The weights are prefetched in the pass of the first half only (the
 // second finds the lines in cache): the lines of a C-column tile's

@@ -6,6 +6,7 @@
 #pragma once
 #include "kernels/avx2/common.h"
 #include "kernels/packed.h"
+#include "quant/blocks.h"
 
 namespace brisk::kernels::avx2 {
 namespace {
@@ -71,6 +72,34 @@ struct GroupTile {
       t.template run_halves<1, C>(g, 0, c0);
       if (t.nrows > g * kPackRows + 8) t.template run_halves<1, C>(g, 1, c0);
     }
+  }
+};
+
+// What the K-quant tiles share: C columns of Q8_K activations against
+// packed super-blocks, results stored per half (8 rows) and column.
+struct KTile {
+  int64_t nsb;
+  const uint8_t* w;
+  size_t w_stride;
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  float* out;
+  size_t out_stride;
+
+  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
+  template <int C>
+  void columns(int c0, const quant::BlockQ8_K* (&a)[C]) const {
+    for (int c = 0; c < C; ++c)
+      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+  }
+  template <int NH, int C>
+  void store(int g, int h0, int c0, const __m256 (&acc)[NH][C]) const {
+    for (int c = 0; c < C; ++c)
+      for (int i = 0; i < NH; ++i) {
+        const int row = g * kPackRows + 8 * (h0 + i);
+        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(row), nrows - row, acc[i][c]);
+      }
   }
 };
 

@@ -135,22 +135,12 @@ struct QTile {
 
 // Q4_K against Q8_K activations.
 template <OnePrefetch P = OnePrefetch::t0>
-struct Q4KTile {
-  int64_t nsb;
-  const uint8_t* w;
-  size_t w_stride;
-  int nrows;
-  const uint8_t* act;
-  size_t act_stride;
-  float* out;
-  size_t out_stride;
-
+struct Q4KTile : KTile {
   template <int NH, int C>
   void run_halves(int g, int h0, int c0) const {
-    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const uint8_t* grp = group(g);
     const BlockQ8_K* a[C];
-    for (int c = 0; c < C; ++c)
-      a[c] = reinterpret_cast<const BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+    columns(c0, a);
     __m256 acc[NH][C];
     for (int i = 0; i < NH; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
@@ -244,11 +234,7 @@ struct Q4KTile {
         }
       }
     }
-    for (int c = 0; c < C; ++c)
-      for (int i = 0; i < NH; ++i) {
-        const int row = g * kPackRows + 8 * (h0 + i);
-        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(row), nrows - row, acc[i][c]);
-      }
+    store(g, h0, c0, acc);
   }
 };
 
@@ -265,8 +251,8 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
 template <OnePrefetch P>
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                float* out, size_t out_stride) {
-  const Q4KTile<P> t{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                     act_stride, out, out_stride};
+  const Q4KTile<P> t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                      act_stride, out, out_stride}};
   drive<2>(GroupTile<Q4KTile<P>, 1>{t}, nrows, ncols);
 }
 
