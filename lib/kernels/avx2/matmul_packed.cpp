@@ -40,33 +40,19 @@ namespace {
 
 // One column's default prefetch: the pair's lines and pages (OnePrefetch).
 template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch>
-struct PackedTile {
+struct PackedTile : QSumsTile {
   static constexpr int kSlices = T == TensorType::Q4_0 ? 4 : 8;
   static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
-  int64_t nb;
-  const uint8_t* w;  // first group
-  size_t w_stride;   // bytes per group
-  int nrows;
-  const uint8_t* act;
-  size_t act_stride;
-  size_t sums_off;
-  float* out;
-  size_t out_stride;
 
   // Halves h0 .. h0 + NH - 1 of group g (rows 16g + 8h ..) times columns
   // [c0, c0 + C).
   template <int NH, int C>
   void run_halves(int g, int h0, int c0) const {
-    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const uint8_t* grp = group(g);
     const uint8_t* qs[C];
     const float* ad[C];
     const int32_t* as[C];
-    for (int c = 0; c < C; ++c) {
-      const uint8_t* col = act + static_cast<size_t>(c0 + c) * act_stride;
-      qs[c] = col + 2;  // block b's bytes at qs + 34 b
-      ad[c] = reinterpret_cast<const float*>(col + sums_off);
-      as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
-    }
+    columns(c0, qs, ad, as);
     __m256 acc[NH][C];
     for (int i = 0; i < NH; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
@@ -138,20 +124,15 @@ struct PackedTile {
           acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][c]), _mm256_mul_ps(dw[i], da), acc[i][c]);
       }
     }
-    for (int c = 0; c < C; ++c)
-      for (int i = 0; i < NH; ++i) {
-        const int row = g * kPackRows + 8 * (h0 + i);
-        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(row), nrows - row, acc[i][c]);
-      }
+    store(g, h0, c0, acc);
   }
 };
 
 template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
-  const PackedTile<T, P> t{k / 32,
-                           static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                           act_stride, q8_0_sums_offset(k), out, out_stride};
+  const PackedTile<T, P> t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                            act_stride, q8_0_sums_offset(k), out, out_stride}};
   // Tile widths by measurement (kernel_bench, 256 rows like the engine's
   // pieces, 8-64 columns; figures in the commit message): Q4_0 keeps both
   // halves of up to 4 columns in one pass (the nibbles are unpacked once per

@@ -33,6 +33,17 @@ inline void store_rows(float* o, int valid, __m256 v) {
   }
 }
 
+// Halves h0 .. h0 + NH - 1 of group g (rows 16g + 8h ..) for columns
+// [c0, c0 + C): rows past nrows are not written.
+template <int NH, int C>
+inline void store_halves(float* out, size_t out_stride, int nrows, int g, int h0, int c0, const __m256 (&acc)[NH][C]) {
+  for (int c = 0; c < C; ++c)
+    for (int i = 0; i < NH; ++i) {
+      const int row = g * kPackRows + 8 * (h0 + i);
+      store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(row), nrows - row, acc[i][c]);
+    }
+}
+
 // How far ahead of the current pair of blocks the weight stream is prefetched.
 constexpr size_t kPrefetchBytes = 4608;
 
@@ -75,6 +86,37 @@ struct GroupTile {
   }
 };
 
+// What the Q4_0 / Q8_0 tiles share: C columns of "Q8_0 with sums"
+// activations (packed.h) against packed groups, results stored per half
+// (8 rows) and column.
+struct QSumsTile {
+  int64_t nb;
+  const uint8_t* w;  // first group
+  size_t w_stride;   // bytes per group
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  size_t sums_off;
+  float* out;
+  size_t out_stride;
+
+  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
+  // Column c's block b: bytes at qs[c] + 34 b, scale ad[c][b], sum as[c][b].
+  template <int C>
+  void columns(int c0, const uint8_t* (&qs)[C], const float* (&ad)[C], const int32_t* (&as)[C]) const {
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* col = act + static_cast<size_t>(c0 + c) * act_stride;
+      qs[c] = col + 2;
+      ad[c] = reinterpret_cast<const float*>(col + sums_off);
+      as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
+    }
+  }
+  template <int NH, int C>
+  void store(int g, int h0, int c0, const __m256 (&acc)[NH][C]) const {
+    store_halves(out, out_stride, nrows, g, h0, c0, acc);
+  }
+};
+
 // What the K-quant tiles share: C columns of Q8_K activations against
 // packed super-blocks, results stored per half (8 rows) and column.
 struct KTile {
@@ -95,11 +137,7 @@ struct KTile {
   }
   template <int NH, int C>
   void store(int g, int h0, int c0, const __m256 (&acc)[NH][C]) const {
-    for (int c = 0; c < C; ++c)
-      for (int i = 0; i < NH; ++i) {
-        const int row = g * kPackRows + 8 * (h0 + i);
-        store_rows(out + static_cast<size_t>(c0 + c) * out_stride + static_cast<size_t>(row), nrows - row, acc[i][c]);
-      }
+    store_halves(out, out_stride, nrows, g, h0, c0, acc);
   }
 };
 
