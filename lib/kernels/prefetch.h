@@ -79,8 +79,9 @@ static inline void prefetch_bytes(const uint8_t* p) {
 // prefetch_bytes plus touch_pages_ahead over the same bytes: for a one-column
 // (decode) tile, which reads a single stream as fast as memory allows.
 // Tiles of 2-16 columns, which read one stream more slowly or several side
-// by side, do not touch pages: there the touches measured slower, so only
-// C == 1 gets them (except Q4_K's, see Q4KTile::run_one).
+// by side, do not touch pages by default: there the touches measured slower,
+// so only C == 1 gets them (except Q4_K's, see Q4KTile::run_one). The
+// planner may still pick a few-column variant that does (variants.h).
 template <int Bytes, PrefetchHint Hint = _MM_HINT_T0>
 static inline void prefetch_stream_bytes(const uint8_t* p) {
   prefetch_bytes<Bytes, Hint>(p);

@@ -39,7 +39,9 @@ using quant::BlockQ8_0;
 namespace {
 
 // One column's default prefetch: the pair's lines and pages (OnePrefetch).
-template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch>
+// kFewStream: tiles of several columns prefetch by P as well, instead of
+// each pair's lines kPrefetchBytes ahead.
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, bool kFewStream = false>
 struct PackedTile : QSumsTile {
   static constexpr int kSlices = T == TensorType::Q4_0 ? 4 : 8;
   static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
@@ -60,8 +62,8 @@ struct PackedTile : QSumsTile {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
       if ((b & 1) == 0) {
-        if constexpr (C == 1)
-          prefetch_one_column<P, kPairBytes>(pair);
+        if constexpr (C == 1 || kFewStream)
+          prefetch_one_column<P, kPairBytes>(pair, b >> 1);
         else
           prefetch_bytes<kPairBytes>(pair + kPrefetchBytes);
       }
@@ -128,10 +130,11 @@ struct PackedTile : QSumsTile {
   }
 };
 
-template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch>
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, bool kFewStream = false>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
-  const PackedTile<T, P> t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+  using Tile = PackedTile<T, P, kFewStream>;
+  const Tile t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
                             act_stride, q8_0_sums_offset(k), out, out_stride}};
   // Tile widths by measurement (kernel_bench, 256 rows like the engine's
   // pieces, 8-64 columns; figures in the commit message): Q4_0 keeps both
@@ -139,9 +142,9 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
   // block for 16 rows); Q8_0, with twice the weight registers, does better
   // with one half of up to 6 columns per pass.
   if constexpr (T == TensorType::Q4_0) {
-    drive<4>(GroupTile<PackedTile<T, P>, 4>{t}, nrows, ncols);
+    drive<4>(GroupTile<Tile, 4>{t}, nrows, ncols);
   } else {
-    drive<6>(GroupTile<PackedTile<T, P>, 2>{t}, nrows, ncols);
+    drive<6>(GroupTile<Tile, 2>{t}, nrows, ncols);
   }
 }
 
@@ -174,24 +177,34 @@ void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 
 namespace {
 // The one-column prefetch schemes other than the default, as variants for
-// the planner (kernels/variants.h); each is offered for one column only.
-template <TensorType T, OnePrefetch P>
-constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P>, q8_0_sums_bytes, true};
+// the planner (kernels/variants.h): for one column, and for 2-4 columns (a
+// few sequences decoding together) prefetching as one column does.
+template <TensorType T, OnePrefetch P, bool kFewStream = false>
+constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, kFewStream>, q8_0_sums_bytes,
+                                true};
 template <TensorType T, OnePrefetch P>
 constexpr KernelVariant q_one(const char* name) {
   return {name, Isa::avx2, true, 1, 1, &kQKernel<T, P>};
+}
+template <TensorType T, OnePrefetch P>
+constexpr KernelVariant q_few(const char* name) {
+  return {name, Isa::avx2, true, 2, 4, &kQKernel<T, P, true>};
 }
 constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, OnePrefetch::t0>("avx2.packed.q4_0.t0"),
     q_one<TensorType::Q4_0, OnePrefetch::nta_touch>("avx2.packed.q4_0.nta"),
     q_one<TensorType::Q4_0, OnePrefetch::far_touch>("avx2.packed.q4_0.far"),
     q_one<TensorType::Q4_0, OnePrefetch::hw>("avx2.packed.q4_0.hw"),
+    q_few<TensorType::Q4_0, OnePrefetch::nta_burst>("avx2.packed.q4_0.few.nta"),
+    q_few<TensorType::Q4_0, OnePrefetch::far_touch>("avx2.packed.q4_0.few.far"),
 };
 constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, OnePrefetch::t0>("avx2.packed.q8_0.t0"),
     q_one<TensorType::Q8_0, OnePrefetch::nta_touch>("avx2.packed.q8_0.nta"),
     q_one<TensorType::Q8_0, OnePrefetch::far_touch>("avx2.packed.q8_0.far"),
     q_one<TensorType::Q8_0, OnePrefetch::hw>("avx2.packed.q8_0.hw"),
+    q_few<TensorType::Q8_0, OnePrefetch::nta_burst>("avx2.packed.q8_0.few.nta"),
+    q_few<TensorType::Q8_0, OnePrefetch::far_touch>("avx2.packed.q8_0.few.far"),
 };
 }  // namespace
 

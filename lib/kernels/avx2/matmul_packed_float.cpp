@@ -63,7 +63,7 @@ struct FloatTile {
     for (int c = 0; c < C; ++c) xp[c] = _mm256_castpd_ps(_mm256_broadcast_sd(x[c] + p));
     for (int i = 0; i < NG; ++i) {
       if constexpr (C == 1) {
-        if (p % kBurstLines == 0) prefetch_one_column<P, 64 * kBurstLines>(grp[i] + at);
+        if (p % kBurstLines == 0) prefetch_one_column<P, 64 * kBurstLines>(grp[i] + at, p / kBurstLines);
       } else {
         prefetch_bytes<64>(grp[i] + at + kPrefetchBytes);
       }

@@ -49,10 +49,10 @@ inline __m256i both_halves(__m256i v) { return _mm256_or_si256(v, _mm256_slli_ep
 // super-block, for one column as P says (OnePrefetch). The one-column
 // default is T0 without page touches; the other schemes are variants.
 template <OnePrefetch P, int C, size_t Bytes>
-inline void prefetch_super(const uint8_t* sb, int h0) {
+inline void prefetch_super(const uint8_t* sb, int64_t b, int h0) {
   if (h0 != 0) return;
   if constexpr (C == 1)
-    prefetch_one_column<P, Bytes>(sb);
+    prefetch_one_column<P, Bytes>(sb, b);
   else
     prefetch_bytes<Bytes>(sb + kPrefetchBytes);
 }
@@ -70,7 +70,7 @@ struct Q4KTile : KTile {
     const __m256i nib = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      prefetch_super<P, C, kQ4KSuperBytes>(sb, h0);
+      prefetch_super<P, C, kQ4KSuperBytes>(sb, b, h0);
       __m256i sumi[NH][C], summ[NH][C];
       for (int i = 0; i < NH; ++i)
         for (int c = 0; c < C; ++c) sumi[i][c] = summ[i][c] = _mm256_setzero_si256();
@@ -157,7 +157,7 @@ struct Q6KTile : KTile {
     const __m256i nib = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      prefetch_super<P, C, kQ6KSuperBytes>(sb, h0);
+      prefetch_super<P, C, kQ6KSuperBytes>(sb, b, h0);
       __m256i sumi[NH][C], offs[NH][C];
       for (int i = 0; i < NH; ++i)
         for (int c = 0; c < C; ++c) sumi[i][c] = offs[i][c] = _mm256_setzero_si256();

@@ -59,10 +59,15 @@ enum class OnePrefetch {
   nta_touch,  // non-temporal (read once), and the pages
   far_touch,  // into L1 twice as far ahead, and the pages
   hw,         // none: the hardware prefetchers alone
+  nta_burst,  // every kBurstSteps steps, the next kBurstSteps' lines non-temporal, and their pages
 };
+constexpr int kBurstSteps = 4;
 
+// The prefetches of scheme P at step `index`, whose weights start at `step`.
 template <OnePrefetch P, int StepBytes>
-inline void prefetch_one_column(const uint8_t* step) {
+inline void prefetch_one_column(const uint8_t* step, int64_t index) {
+  if constexpr (P == OnePrefetch::nta_burst)
+    if (index % kBurstSteps == 0) prefetch_stream_bytes<kBurstSteps * StepBytes, _MM_HINT_NTA>(step + kPrefetchBytes);
   if constexpr (P == OnePrefetch::t0) prefetch_bytes<StepBytes>(step + kPrefetchBytes);
   if constexpr (P == OnePrefetch::t0_touch) prefetch_stream_bytes<StepBytes>(step + kPrefetchBytes);
   if constexpr (P == OnePrefetch::nta_touch) prefetch_stream_bytes<StepBytes, _MM_HINT_NTA>(step + kPrefetchBytes);

@@ -38,7 +38,8 @@ namespace {
 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
 
 // Q4_0 / Q8_0 against "Q8_0 with sums" activations.
-template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch>
+// kFewStream: tiles of several columns prefetch by P as well.
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, bool kFewStream = false>
 struct QTile : QSumsTile {
   static constexpr int kSlices = T == TensorType::Q4_0 ? 4 : 8;
   static constexpr int kShift = T == TensorType::Q4_0 ? 3 : 7;  // offset 8 or 128
@@ -59,8 +60,8 @@ struct QTile : QSumsTile {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
       if ((b & 1) == 0) {
-        if constexpr (C == 1)
-          prefetch_one_column<P, kPairBytes>(pair);
+        if constexpr (C == 1 || kFewStream)
+          prefetch_one_column<P, kPairBytes>(pair, b >> 1);
         else
           prefetch_bytes<kPairBytes>(pair + kPrefetchBytes);
       }
@@ -131,7 +132,7 @@ struct Q4KTile : KTile {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       if (h0 == 0) {
         if constexpr (C == 1)
-          prefetch_one_column<P, kQ4KSuperBytes>(sb);
+          prefetch_one_column<P, kQ4KSuperBytes>(sb, b);
         else
           prefetch_bytes<kQ4KSuperBytes>(sb + kPrefetchBytes);
       }
@@ -222,36 +223,43 @@ struct Q4KTile : KTile {
 
 // Tiles: both halves of a group in one pass up to kBoth columns, else one
 // half per pass, in tiles of up to kTile columns (what 16 ymm registers hold).
-template <TensorType T, OnePrefetch P>
+template <TensorType T, OnePrefetch P, bool kFewStream>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
             float* out, size_t out_stride) {
-  const QTile<T, P> t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                       act_stride, q8_0_sums_offset(k), out, out_stride}};
-  drive<4>(GroupTile<QTile<T, P>, 2>{t}, nrows, ncols);
+  using Tile = QTile<T, P, kFewStream>;
+  const Tile t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act), act_stride,
+                q8_0_sums_offset(k), out, out_stride}};
+  drive<4>(GroupTile<Tile, 2>{t}, nrows, ncols);
 }
 
 template <OnePrefetch P>
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                float* out, size_t out_stride) {
-  const Q4KTile<P> t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                      act_stride, out, out_stride}};
-  drive<2>(GroupTile<Q4KTile<P>, 1>{t}, nrows, ncols);
+  using Tile = Q4KTile<P>;
+  const Tile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act), act_stride,
+                out, out_stride}};
+  drive<2>(GroupTile<Tile, 1>{t}, nrows, ncols);
 }
 
-template <TensorType T, OnePrefetch P>
-constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_q<T, P>, q8_0_sums_bytes, true};
+template <TensorType T, OnePrefetch P, bool kFewStream = false>
+constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_q<T, P, kFewStream>, q8_0_sums_bytes, true};
 template <OnePrefetch P>
 constexpr MatmulKernel kQ4KKernel{TensorType::Q8_K, quantize_q8_k, gemm_q4_k<P>, nullptr, true};
 
-// Every column count; one-column prefetch schemes as the plain AVX2 tables'.
+// Every column count; prefetch schemes as the plain AVX2 tables', for one
+// column and, for Q4_0 / Q8_0, for 2-4 (.few).
 constexpr KernelVariant kQ4_0Variants[] = {
     {"avx2.packed.q4_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q4_0, OnePrefetch::t0_touch>},
     {"avx2.packed.q4_0.vnni.far", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q4_0, OnePrefetch::far_touch>},
     {"avx2.packed.q4_0.vnni.nta", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q4_0, OnePrefetch::nta_touch>},
+    {"avx2.packed.q4_0.vnni.few.nta", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q4_0, OnePrefetch::nta_burst, true>},
+    {"avx2.packed.q4_0.vnni.few.far", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q4_0, OnePrefetch::far_touch, true>},
 };
 constexpr KernelVariant kQ8_0Variants[] = {
     {"avx2.packed.q8_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q8_0, OnePrefetch::t0_touch>},
     {"avx2.packed.q8_0.vnni.nta", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q8_0, OnePrefetch::nta_touch>},
+    {"avx2.packed.q8_0.vnni.few.nta", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::nta_burst, true>},
+    {"avx2.packed.q8_0.vnni.few.far", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::far_touch, true>},
 };
 constexpr KernelVariant kQ4KVariants[] = {
     {"avx2.packed.q4_k.vnni", Isa::avx2, true, 1, INT_MAX, &kQ4KKernel<OnePrefetch::t0>},

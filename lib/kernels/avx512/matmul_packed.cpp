@@ -87,7 +87,9 @@ constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, kD, kBurstPairs, k
 template <TensorType T>
 constexpr StreamPrefetch kQOne = T == TensorType::Q4_0 ? kT0FarTouch : kTouch;
 
-template <TensorType T, StreamPrefetch P = kQOne<T>>
+// kFewStream: tiles of several columns prefetch by P as well (one group per
+// tile), instead of each pair's lines at prefetch_distance.
+template <TensorType T, StreamPrefetch P = kQOne<T>, bool kFewStream = false>
 struct PackedTile {
   static constexpr int kSlices = Traits<T>::kSlices;
   static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
@@ -135,7 +137,7 @@ struct PackedTile {
       __m512 dw[NG];
       for (int i = 0; i < NG; ++i) {
         const uint8_t* pair = grp[i] + pair_off;
-        if constexpr (C == 1) {
+        if constexpr (C == 1 || kFewStream) {
           // One column: P's scheme, per stream (P.streams of them, in runs).
           if ((b & 1) == 0) stream_prefetch<P, kPairBytes>(grp[i] + pair_off, b >> 1);
         } else if ((b & 1) == 0) {
@@ -249,17 +251,20 @@ void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   }
 }
 
-template <TensorType T, StreamPrefetch P = kQOne<T>>
+template <TensorType T, StreamPrefetch P = kQOne<T>, bool kFewStream = false>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
-  const PackedTile<T, P> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                           act_stride, q8_0_sums_offset(k), out, out_stride};
-  if (P.streams == 2 && ncols == 1) {
-    // One column as two runs side by side (packed_tiles.h), the odd group alone.
-    const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-    const int g = for_each_stream_tile<2, 1>(t, 0, ngroups, 0, 1, true);
-    if (g < ngroups) t.template run<1>(g, 0);
-    return;
+  const PackedTile<T, P, kFewStream> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows,
+                                       static_cast<const uint8_t*>(act), act_stride, q8_0_sums_offset(k), out, out_stride};
+  if (ncols == 1 || kFewStream) {
+    if (P.streams == 2) {
+      // P's two runs side by side (packed_tiles.h), the odd group alone.
+      const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+      const int g = for_each_stream_tile<2, kColTile2>(t, 0, ngroups, 0, ncols, true);
+      if (g < ngroups) for_each_col_tile<kColTile>(t, g, 0, ncols);
+      return;
+    }
+    if (kFewStream) return drive<kColTile>(t, nrows, ncols);
   }
   drive_pairs(t, nrows, ncols, T == TensorType::Q4_0 ? INT_MAX : 2);
 }
@@ -615,8 +620,11 @@ void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 
 namespace {
 // The decode prefetch schemes other than each type's default (top of file)
-// as variants for the planner. They change the one-column tiles only, so
-// each is offered for one column.
+// as variants for the planner: for one column, and, for Q4_0 / Q8_0, for
+// 2-4 columns (a few sequences decoding together) as tiles of one group
+// that prefetch as a one-column tile does (kFewStream) instead of the
+// default's per-pair lines. (The K-quant tiles of 2-4 columns measured no
+// faster that way.)
 template <TensorType T, StreamPrefetch P>
 constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P>, q8_0_sums_bytes, true};
 template <class Tile>
@@ -625,6 +633,13 @@ constexpr MatmulKernel kKKernel{TensorType::Q8_K, quantize_q8_k, gemm_k_packed<T
 template <TensorType T, StreamPrefetch P>
 constexpr KernelVariant q_one(const char* name) {
   return {name, Isa::avx512, true, 1, 1, &kQKernel<T, P>};
+}
+template <TensorType T, StreamPrefetch P>
+constexpr MatmulKernel kQFewKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, true>, q8_0_sums_bytes,
+                                   true};
+template <TensorType T, StreamPrefetch P>
+constexpr KernelVariant q_few(const char* name) {
+  return {name, Isa::avx512, true, 2, 4, &kQFewKernel<T, P>};
 }
 template <class Tile>
 constexpr KernelVariant k_one(const char* name) {
@@ -642,6 +657,9 @@ constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, kRunsT0>("avx512.packed.q4_0.2s"),
     q_one<TensorType::Q4_0, kRunsT0Near>("avx512.packed.q4_0.2s.near"),
     q_one<TensorType::Q4_0, kRunsT1Far>("avx512.packed.q4_0.2s.t1.far"),
+    q_few<TensorType::Q4_0, kT0FarTouch>("avx512.packed.q4_0.few.far.touch"),
+    q_few<TensorType::Q4_0, kT0Touch>("avx512.packed.q4_0.few.touch"),
+    q_few<TensorType::Q4_0, kBurstNta>("avx512.packed.q4_0.few.nta"),
 };
 constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, kT0>("avx512.packed.q8_0.t0"),
@@ -654,6 +672,8 @@ constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, kRunsT0>("avx512.packed.q8_0.2s"),
     q_one<TensorType::Q8_0, kRunsT0Near>("avx512.packed.q8_0.2s.near"),
     q_one<TensorType::Q8_0, kRunsT1Far>("avx512.packed.q8_0.2s.t1.far"),
+    q_few<TensorType::Q8_0, kT0FarTouch>("avx512.packed.q8_0.few.far.touch"),
+    q_few<TensorType::Q8_0, kBurstNta>("avx512.packed.q8_0.few.nta"),
 };
 constexpr KernelVariant kQ4KVariants[] = {
     k_one<Q4KTile<kT0>>("avx512.packed.q4_k.t0"),
