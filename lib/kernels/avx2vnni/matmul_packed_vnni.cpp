@@ -221,15 +221,20 @@ struct Q4KTile : KTile {
   }
 };
 
-// Tiles: both halves of a group in one pass up to kBoth columns, else one
-// half per pass, in tiles of up to kTile columns (what 16 ymm registers hold).
+// Tiles of up to 4 columns. Q4_0 / Q8_0 run both halves of a group in one
+// pass at every width: their per-column state (an int32 dot and a float sum
+// per half) spills little, and the weights are loaded and unpacked once per
+// block. Q4_K, with three integer sums per half and column, keeps both
+// halves together up to 2 columns and takes one half per pass beyond.
+// (Measured with kernel_bench in L2: both faster than one half per pass
+// from 2 columns on, at prompt widths too.)
 template <TensorType T, OnePrefetch P, bool kFewStream>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
             float* out, size_t out_stride) {
   using Tile = QTile<T, P, kFewStream>;
   const Tile t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act), act_stride,
                 q8_0_sums_offset(k), out, out_stride}};
-  drive<4>(GroupTile<Tile, 2>{t}, nrows, ncols);
+  drive<4>(GroupTile<Tile, 4>{t}, nrows, ncols);
 }
 
 template <OnePrefetch P>
@@ -238,7 +243,7 @@ void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
   using Tile = Q4KTile<P>;
   const Tile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act), act_stride,
                 out, out_stride}};
-  drive<2>(GroupTile<Tile, 1>{t}, nrows, ncols);
+  drive<4>(GroupTile<Tile, 2>{t}, nrows, ncols);
 }
 
 template <TensorType T, OnePrefetch P, bool kFewStream = false>
