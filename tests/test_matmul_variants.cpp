@@ -113,6 +113,15 @@ std::vector<float> product(const MatmulKernel& kern, const Problem& p, const std
 // against Q8 ones) differs by its own rounding, ~2^-8 per product.
 // AMX variants round both factors to bf16 from kAmxMinCols columns on,
 // where the reference may still multiply exactly.
+// The scalar reference of the "I16" batch kernels of packed F16 / BF16.
+const MatmulKernel* i16_reference(TensorType t) {
+  static const MatmulKernel f16{TensorType::I16, quantize_packed_i16_act_ref, gemm_f16_packed_i16_ref,
+                                packed_i16_act_bytes, true};
+  static const MatmulKernel bf16{TensorType::I16, quantize_packed_i16_act_ref, gemm_bf16_packed_i16_ref,
+                                 packed_i16_act_bytes, true};
+  return t == TensorType::F16 ? &f16 : t == TensorType::BF16 ? &bf16 : nullptr;
+}
+
 double relative_tolerance(const KernelVariant& v, const MatmulKernel& ref) {
   const MatmulKernel& kern = *v.kernel;
   if (kern.act_type != ref.act_type) return 1e-2;
@@ -161,14 +170,17 @@ TEST_CASE("every variant matches the scalar reference of its layout", "[variants
         for (int r = 0; r < kRows; ++r)
           for (int64_t i = 0; i < p.k; ++i)
             mag[c * out_stride + r] += std::fabs(static_cast<double>(p.wf[static_cast<size_t>(r) * p.k + i]) * x[c * p.k + i]);
-      std::vector<float> want[2];  // row-major, packed reference
+      std::vector<float> want[3];  // row-major, packed reference, packed "I16" reference
       for (const KernelVariant& v : vs) {
         if (ncols < v.min_cols || ncols > v.max_cols) continue;
-        const MatmulKernel* ref = v.packed ? packed_matmul_kernel_for(t, Isa::scalar) : matmul_kernel_for(t, Isa::scalar);
+        const bool i16 = v.kernel->act_type == TensorType::I16;
+        const MatmulKernel* ref = i16        ? i16_reference(t)
+                                  : v.packed ? packed_matmul_kernel_for(t, Isa::scalar)
+                                             : matmul_kernel_for(t, Isa::scalar);
         INFO(v.name << " ncols=" << ncols);
         REQUIRE(ref != nullptr);
         REQUIRE((!v.packed || !p.packed.empty()));
-        std::vector<float>& w = want[v.packed ? 1 : 0];
+        std::vector<float>& w = want[i16 ? 2 : v.packed ? 1 : 0];
         if (w.empty()) w = product(*ref, p, x, ncols, out_stride, sentinel);
         const std::vector<float> got = product(*v.kernel, p, x, ncols, out_stride, sentinel);
         const double rel = relative_tolerance(v, *ref);

@@ -4,9 +4,11 @@
 // against a double-precision reference. Kernels with "F32 + BF16"
 // activations multiply exactly below kPackedFloatBatchCols columns and
 // round both factors to bf16 from it on; the AVX2 ones (plain f32
-// activations) are exact at every column count.
+// activations) are exact at every column count. The "I16" batch form: its
+// activation columns, and its reference against the exact product.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include "core/tensor_type.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
+#include "kernels/variants.h"
 
 using namespace brisk;
 using namespace brisk::kernels;
@@ -179,4 +182,78 @@ TEST_CASE("packed F16/BF16 gemm (scalar and simd) matches the reference", "[simd
         }
     }
   }
+}
+
+TEST_CASE("packed F16/BF16 I16 activations: every kernel's columns are the reference's bytes", "[packed][float]") {
+  std::mt19937 rng(5);
+  int checked = 0;
+  for (TensorType t : kTypes)
+    for (const KernelVariant& v : matmul_variants(t)) {
+      if (v.kernel->act_type != TensorType::I16) continue;
+      INFO(v.name);
+      for (int64_t k : {2, 32, 98, 416, 2048}) {
+        for (bool edge : {false, true}) {
+          std::vector<float> x = make_act(rng, k, edge);
+          if (edge && k >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
+          const size_t n = packed_i16_act_bytes(k);
+          REQUIRE(act_column_bytes(*v.kernel, k) == n);
+          std::vector<uint8_t> want(n, 0xAB), got(n, 0xAB);
+          quantize_packed_i16_act_ref(x.data(), want.data(), k);
+          v.kernel->quantize_act(x.data(), got.data(), k);
+          // The scales and the values (the padding between them is free).
+          const size_t nb = static_cast<size_t>(i16_blocks(k)), off = packed_i16_act_offset(k);
+          REQUIRE(std::memcmp(want.data(), got.data(), 4 * nb) == 0);
+          REQUIRE(std::memcmp(want.data() + off, got.data() + off, n - off) == 0);
+          ++checked;
+        }
+      }
+    }
+  if (checked == 0) WARN("skipped: no .i16 variant on this CPU (AVX2 missing)");
+}
+
+TEST_CASE("packed F16/BF16 I16 reference: within its documented error of the exact product", "[packed][float]") {
+  // Per block of 32: weights to int16 (error <= max|w| / 65534 each),
+  // activations to 12 bits (<= max|x| / 4094 each); f32 sums on top.
+  std::mt19937 rng(9);
+  for (TensorType t : kTypes)
+    for (int64_t k : {2, 98, 416, 2048})
+      for (bool edge : {false, true}) {
+        const int nrows = 21, ncols = 3;
+        const std::vector<uint16_t> w = make_rows(rng, t, nrows, k, edge);
+        const size_t gb = packed_group_bytes(t, k);
+        const int ng = (nrows + kPackRows - 1) / kPackRows;
+        std::vector<uint8_t> p(gb * ng, 0);
+        for (int g = 0; g < ng; ++g)
+          pack_row_group(t, reinterpret_cast<const uint8_t*>(w.data() + static_cast<size_t>(g) * kPackRows * k), 2 * k,
+                         std::min(kPackRows, nrows - g * kPackRows), k, p.data() + gb * g);
+        const size_t ab = packed_i16_act_bytes(k);
+        std::vector<uint8_t> act(ab * ncols);
+        std::vector<std::vector<float>> xs;
+        for (int c = 0; c < ncols; ++c) {
+          xs.push_back(make_act(rng, k, edge));
+          quantize_packed_i16_act_ref(xs.back().data(), act.data() + c * ab, k);
+        }
+        std::vector<float> out(static_cast<size_t>(nrows) * ncols);
+        (t == TensorType::F16 ? gemm_f16_packed_i16_ref : gemm_bf16_packed_i16_ref)(k, p.data(), gb, nrows, act.data(),
+                                                                                     ab, ncols, out.data(), nrows);
+        for (int c = 0; c < ncols; ++c)
+          for (int r = 0; r < nrows; ++r) {
+            double exact = 0, bound = 0, mag = 0;
+            for (int64_t b0 = 0; b0 < k; b0 += 32) {
+              double mw = 0, mx = 0;
+              for (int64_t i = b0; i < std::min<int64_t>(k, b0 + 32); ++i) {
+                mw = std::max(mw, std::fabs(static_cast<double>(from_bits(t, w[static_cast<size_t>(r) * k + i]))));
+                mx = std::max(mx, std::fabs(static_cast<double>(xs[c][i])));
+              }
+              for (int64_t i = b0; i < std::min<int64_t>(k, b0 + 32); ++i) {
+                const double wv = from_bits(t, w[static_cast<size_t>(r) * k + i]), xv = xs[c][i];
+                exact += wv * xv;
+                mag += std::fabs(wv * xv);
+                bound += (std::fabs(wv) + mw / 65534) * mx / 4094 + std::fabs(xv) * mw / 65534;
+              }
+            }
+            INFO(type_name(t) << " k=" << k << " edge=" << edge << " r=" << r << " c=" << c);
+            REQUIRE(std::fabs(out[static_cast<size_t>(c) * nrows + r] - exact) <= bound + 1e-5 * mag + 1e-30);
+          }
+      }
 }

@@ -75,6 +75,19 @@
 //   Activation columns ("F32 + BF16") carry both forms: k floats, then, from
 //   the next 64-byte boundary, the k values rounded to bf16 (round to nearest
 //   even, subnormals to zero, as vcvtneps2bf16).
+//   Where no bf16 dot product exists (AVX2), prompt kernels may multiply in
+//   integers instead ("I16", variants named .i16): per block of 32 values,
+//   each row's weights become int16 (w x 32767 / max|w| of the row's block,
+//   rounded to nearest even) with the float scale max|w| / 32767, converted
+//   as the kernel goes (kI16ChunkBlocks blocks of a group at a time), and the
+//   activations 12-bit integers (x x 2047 / max|x|) with scale max|x| / 2047.
+//   Each block's dot is exact in int32 (32 x 32767 x 2047 < 2^31), then
+//   scaled and summed in float: fmaf over the blocks of a chunk, the
+//   chunks' sums added in order. More precise than bf16 (about 2^-12 of the
+//   block's largest activation and 2^-16 of its largest weight per value),
+//   and vpmaddwd (vpdpwssd) does 16 products per instruction to an FMA's 8.
+//   Activation columns: ceil(k / 32) float scales, then from the next 64-byte
+//   boundary the int16 values, the last block padded with zeros.
 //
 // Activations for packed Q4_0/Q8_0 kernels ("Q8_0 with sums"): a column is its nb Q8_0
 // blocks as ggml makes them, then, from the next 64-byte boundary, nb floats
@@ -127,6 +140,16 @@ size_t packed_float_act_offset(int64_t k);  // where the bf16 values start
 uint16_t bf16_batch_round(float x);         // f32 -> bf16 as vcvtneps2bf16
 void quantize_packed_float_act_ref(const float* x, void* out, int64_t k);
 void pack_float_row_group(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group);
+
+// The "I16" form of packed F16/BF16 products (above).
+constexpr int kI16Block = 32;
+constexpr int kI16ChunkBlocks = 8;
+constexpr float kI16WeightMax = 32767.0f;
+constexpr float kI16ActMax = 2047.0f;
+constexpr int64_t i16_blocks(int64_t k) { return (k + kI16Block - 1) / kI16Block; }
+size_t packed_i16_act_bytes(int64_t k);
+size_t packed_i16_act_offset(int64_t k);  // where the int16 values start
+void quantize_packed_i16_act_ref(const float* x, void* out, int64_t k);
 void unpack_float_row_group(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size_t row_stride);
 
 // Scalar reference gemms over packed weights (the contract of matmul.h with
@@ -144,5 +167,9 @@ void gemm_f16_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, c
                          size_t act_stride, int ncols, float* out, size_t out_stride);
 void gemm_bf16_packed_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                           size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_f16_packed_i16_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                             size_t act_stride, int ncols, float* out, size_t out_stride);
+void gemm_bf16_packed_i16_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
+                              size_t act_stride, int ncols, float* out, size_t out_stride);
 
 }  // namespace brisk::kernels

@@ -70,6 +70,10 @@ void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride);
 
+// The "I16" activation columns of packed F16/BF16 batches (packed.h), the
+// same bytes as quantize_packed_i16_act_ref (matmul_packed_float.cpp).
+void quantize_packed_i16_act(const float* x, void* out, int64_t k);
+
 // Over packed weights (kernels/packed.h; matmul_packed.cpp), against the
 // "Q8_0 with sums" activations.
 void quantize_q8_0_sums(const float* x, void* out, int64_t k);

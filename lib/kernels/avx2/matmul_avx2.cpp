@@ -69,12 +69,17 @@ const MatmulKernel* avx2_matmul_kernel(TensorType t) {
 // Where the CPU has AVX-VNNI and the type has VNNI kernels, those (with
 // their own one-column prefetch schemes) replace the plain kernels'
 // prefetch variants: the plain default stays as the baseline, and the plan
-// measures a handful of candidates instead of twice as many.
+// measures a handful of candidates instead of twice as many. F16 and BF16,
+// whose VNNI kernels are batch ones only, keep the plain variants too.
 void avx2_extra_variants(TensorType t, std::vector<KernelVariant>& out) {
   int n = 0;
   const KernelVariant* v = nullptr;
-  if (cpu_features().avx_vnni) v = avx2vnni::packed_vnni_variants(t, &n);
-  if (n == 0) v = avx2::packed_q_decode_variants(t, &n);
+  if (cpu_features().avx_vnni) {
+    v = avx2vnni::packed_vnni_variants(t, &n);
+    for (int i = 0; i < n; ++i) append_variant(out, v[i]);
+    if (n > 0 && t != TensorType::F16 && t != TensorType::BF16) return;
+  }
+  v = avx2::packed_q_decode_variants(t, &n);
   if (n == 0) v = avx2::packed_k_decode_variants(t, &n);
   if (n == 0) v = avx2::packed_float_decode_variants(t, &n);
   for (int i = 0; i < n; ++i) append_variant(out, v[i]);

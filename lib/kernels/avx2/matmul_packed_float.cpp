@@ -11,8 +11,13 @@
 //
 // The activations are plain f32 columns and every product is exact, at any
 // column count: AVX2 has no bf16 dot product, so the AVX-512 kernels'
-// bf16 path for prompts has no counterpart here (and no bf16 rounding).
+// bf16 path for prompts has no counterpart here. Batches may instead take
+// the integer variants (.i16, packed_i16_tiles.h), which the planner picks
+// where they measure faster.
+#include <climits>
+
 #include "kernels/avx2/common.h"
+#include "kernels/avx2/packed_i16_tiles.h"
 #include "kernels/avx2/packed_tiles.h"
 #include "kernels/packed.h"
 #include "kernels/variants.h"
@@ -20,16 +25,6 @@
 namespace brisk::kernels::avx2 {
 
 namespace {
-
-struct F16 {
-  static __m256 quarter(const uint8_t* q) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))); }
-};
-struct BF16 {
-  static __m256 quarter(const uint8_t* q) {
-    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
-  }
-};
 
 // Lines per prefetch burst of a one-column tile (and per page-touch check).
 constexpr int kBurstLines = 8;
@@ -142,6 +137,42 @@ void gemm_float_packed(int64_t k, const void* w, size_t w_stride, int nrows, con
 
 }  // namespace
 
+void quantize_packed_i16_act(const float* x, void* out, int64_t k) {
+  auto* base = static_cast<uint8_t*>(out);
+  auto* d = reinterpret_cast<float*>(base);
+  auto* q = reinterpret_cast<int16_t*>(base + packed_i16_act_offset(k));
+  const int64_t full = k / kI16Block;
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), amax = _mm256_set1_ps(kI16ActMax);
+  for (int64_t b = 0; b < full; ++b) {
+    const float* xb = x + b * kI16Block;
+    __m256 v[4], m = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(xb + 8 * i);
+      m = _mm256_max_ps(m, _mm256_and_ps(v[i], absmask));
+    }
+    // The block's max|x| in every lane.
+    m = _mm256_max_ps(m, _mm256_permute2f128_ps(m, m, 1));
+    m = _mm256_max_ps(m, _mm256_permute_ps(m, 0x4E));
+    m = _mm256_max_ps(m, _mm256_permute_ps(m, 0xB1));
+    const __m256 inv = _mm256_and_ps(_mm256_div_ps(amax, m), _mm256_cmp_ps(m, _mm256_setzero_ps(), _CMP_GT_OQ));
+    d[b] = _mm256_cvtss_f32(_mm256_div_ps(m, amax));
+    for (int i = 0; i < 4; i += 2) {
+      const __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv));
+      const __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(v[i + 1], inv));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kI16Block + 8 * i),
+                          _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8));
+    }
+  }
+  // A partial last block as the reference does it.
+  if (full < i16_blocks(k)) {
+    alignas(64) uint8_t tail[4 * 64 + kI16Block * sizeof(int16_t)];  // one block's scale and values
+    const int64_t i0 = full * kI16Block;
+    quantize_packed_i16_act_ref(x + i0, tail, k - i0);
+    d[full] = *reinterpret_cast<const float*>(tail);
+    std::memcpy(q + i0, tail + packed_i16_act_offset(k - i0), kI16Block * sizeof(int16_t));
+  }
+}
+
 void gemm_f16_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                      int ncols, float* out, size_t out_stride) {
   gemm_float_packed<F16>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
@@ -160,12 +191,22 @@ template <typename L, OnePrefetch P, int S = 1>
 constexpr KernelVariant one_col(const char* name) {
   return {name, Isa::avx2, true, 1, 1, &kFloatKernel<L, P, S>};
 }
+// Batches in int16 (packed_i16_tiles.h): vpmaddwd, then vpaddd.
+struct MaddDot {
+  static __m256i add(__m256i acc, __m256i w, __m256i x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x)); }
+};
+template <typename L>
+constexpr MatmulKernel kI16Kernel{TensorType::I16, quantize_packed_i16_act, gemm_i16_packed<L, MaddDot>,
+                                  packed_i16_act_bytes, true};
+// From 5 columns: below, the conversion of the weights outweighs the
+// faster products.
 constexpr KernelVariant kF16Variants[] = {
     one_col<F16, OnePrefetch::t0>("avx2.packed.f16.t0"),
     one_col<F16, OnePrefetch::nta_touch>("avx2.packed.f16.nta"),
     one_col<F16, OnePrefetch::far_touch>("avx2.packed.f16.far"),
     one_col<F16, OnePrefetch::hw>("avx2.packed.f16.hw"),
     one_col<F16, OnePrefetch::t0_touch, 2>("avx2.packed.f16.2s"),
+    {"avx2.packed.f16.i16", Isa::avx2, true, 5, INT_MAX, &kI16Kernel<F16>},
 };
 constexpr KernelVariant kBF16Variants[] = {
     one_col<BF16, OnePrefetch::t0>("avx2.packed.bf16.t0"),
@@ -173,6 +214,7 @@ constexpr KernelVariant kBF16Variants[] = {
     one_col<BF16, OnePrefetch::far_touch>("avx2.packed.bf16.far"),
     one_col<BF16, OnePrefetch::hw>("avx2.packed.bf16.hw"),
     one_col<BF16, OnePrefetch::t0_touch, 2>("avx2.packed.bf16.2s"),
+    {"avx2.packed.bf16.i16", Isa::avx2, true, 5, INT_MAX, &kI16Kernel<BF16>},
 };
 }  // namespace
 

@@ -23,6 +23,18 @@ inline __m256i rows_u8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
 
+// A 16-byte quarter of a packed F16 / BF16 line (rows 4q .. 4q + 3, a pair
+// of values each) widened to 8 floats (packed.h).
+struct F16 {
+  static __m256 quarter(const uint8_t* q) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))); }
+};
+struct BF16 {
+  static __m256 quarter(const uint8_t* q) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+};
+
 // Rows [0, valid) of 8 results at o (valid <= 0: none).
 inline void store_rows(float* o, int valid, __m256 v) {
   if (valid >= 8) {

@@ -19,9 +19,12 @@
 //    sub-block scales multiply the integer dots (vpmulld) and the mins of a
 //    pair of sub-blocks go in one vpmaddwd, so the float work is one convert
 //    and two FMAs per super-block.
+//  - F16 / BF16 batches in int16 (avx2/packed_i16_tiles.h): vpdpwssd, one
+//    instruction for vpmaddwd and vpaddd.
 #include "kernels/avx2vnni/vnni.h"
 
 #include "kernels/avx2/common.h"
+#include "kernels/avx2/packed_i16_tiles.h"
 #include "kernels/avx2/packed_tiles.h"
 #include "kernels/packed.h"
 #include "kernels/variants.h"
@@ -266,6 +269,18 @@ constexpr KernelVariant kQ8_0Variants[] = {
     {"avx2.packed.q8_0.vnni.few.nta", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::nta_burst, true>},
     {"avx2.packed.q8_0.vnni.few.far", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::far_touch, true>},
 };
+struct DpwssdDot {
+  static __m256i add(__m256i acc, __m256i w, __m256i x) { return _mm256_dpwssd_avx_epi32(acc, w, x); }
+};
+template <typename L>
+constexpr MatmulKernel kI16Kernel{TensorType::I16, quantize_packed_i16_act, gemm_i16_packed<L, DpwssdDot>,
+                                  packed_i16_act_bytes, true};
+constexpr KernelVariant kF16Variants[] = {
+    {"avx2.packed.f16.i16.vnni", Isa::avx2, true, 5, INT_MAX, &kI16Kernel<F16>},
+};
+constexpr KernelVariant kBF16Variants[] = {
+    {"avx2.packed.bf16.i16.vnni", Isa::avx2, true, 5, INT_MAX, &kI16Kernel<BF16>},
+};
 constexpr KernelVariant kQ4KVariants[] = {
     {"avx2.packed.q4_k.vnni", Isa::avx2, true, 1, INT_MAX, &kQ4KKernel<OnePrefetch::t0>},
     {"avx2.packed.q4_k.vnni.nta", Isa::avx2, true, 1, 1, &kQ4KKernel<OnePrefetch::nta_touch>},
@@ -278,6 +293,8 @@ const KernelVariant* packed_vnni_variants(TensorType t, int* n) {
     case TensorType::Q4_0: return listed(kQ4_0Variants, n);
     case TensorType::Q8_0: return listed(kQ8_0Variants, n);
     case TensorType::Q4_K: return listed(kQ4KVariants, n);
+    case TensorType::F16: return listed(kF16Variants, n);
+    case TensorType::BF16: return listed(kBF16Variants, n);
     default: *n = 0; return nullptr;
   }
 }
