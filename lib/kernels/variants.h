@@ -37,6 +37,12 @@ struct KernelVariant {
   int min_cols = 1;
   int max_cols = INT_MAX;
   const MatmulKernel* kernel = nullptr;
+  // The planner's baseline for its layout where its ISA is the active one,
+  // instead of the ISA's default table: a kernel that measured faster on
+  // every shape where the CPU has what it needs (the AVX-VNNI kernels), so
+  // that a plan made while memory is contended, which cannot tell them
+  // apart, and a fixed plan keep the better one.
+  bool baseline = false;
 };
 
 // out.push_back(v), compiled without any ISA's flags: the per-ISA hooks below

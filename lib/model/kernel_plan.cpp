@@ -141,7 +141,10 @@ std::vector<KernelVariant> candidates(TensorType t) {
 // The variant whose table the default lookup returns for this layout.
 KernelVariant default_variant(TensorType t, bool packed) {
   const kernels::MatmulKernel* k = packed ? kernels::packed_matmul_kernel(t) : &kernels::matmul_kernel(t);
-  for (const KernelVariant& v : kernels::matmul_variants(t))
+  const std::vector<KernelVariant> vs = kernels::matmul_variants(t);
+  for (const KernelVariant& v : vs)
+    if (v.baseline && v.packed == packed && v.isa == kernels::active_isa()) return v;
+  for (const KernelVariant& v : vs)
     if (v.kernel == k) return v;
   return KernelVariant{packed ? "default.packed" : "default.rows", kernels::active_isa(), packed, 1, INT_MAX, k};
 }

@@ -254,17 +254,19 @@ constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_q<T, 
 template <OnePrefetch P>
 constexpr MatmulKernel kQ4KKernel{TensorType::Q8_K, quantize_q8_k, gemm_q4_k<P>, nullptr, true};
 
-// Every column count; prefetch schemes as the plain AVX2 tables', for one
-// column and, for Q4_0 / Q8_0, for 2-4 (.few).
+// Every column count, as the planner's baseline (KernelVariant::baseline:
+// faster than the plain AVX2 tables in every measured class); prefetch
+// schemes as the plain tables', for one column and, for Q4_0 / Q8_0, for
+// 2-4 (.few).
 constexpr KernelVariant kQ4_0Variants[] = {
-    {"avx2.packed.q4_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q4_0, OnePrefetch::t0_touch>},
+    {"avx2.packed.q4_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q4_0, OnePrefetch::t0_touch>, true},
     {"avx2.packed.q4_0.vnni.far", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q4_0, OnePrefetch::far_touch>},
     {"avx2.packed.q4_0.vnni.nta", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q4_0, OnePrefetch::nta_touch>},
     {"avx2.packed.q4_0.vnni.few.nta", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q4_0, OnePrefetch::nta_burst, true>},
     {"avx2.packed.q4_0.vnni.few.far", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q4_0, OnePrefetch::far_touch, true>},
 };
 constexpr KernelVariant kQ8_0Variants[] = {
-    {"avx2.packed.q8_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q8_0, OnePrefetch::t0_touch>},
+    {"avx2.packed.q8_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q8_0, OnePrefetch::t0_touch>, true},
     {"avx2.packed.q8_0.vnni.nta", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q8_0, OnePrefetch::nta_touch>},
     {"avx2.packed.q8_0.vnni.few.nta", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::nta_burst, true>},
     {"avx2.packed.q8_0.vnni.few.far", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::far_touch, true>},
@@ -282,7 +284,7 @@ constexpr KernelVariant kBF16Variants[] = {
     {"avx2.packed.bf16.i16.vnni", Isa::avx2, true, 5, INT_MAX, &kI16Kernel<BF16>},
 };
 constexpr KernelVariant kQ4KVariants[] = {
-    {"avx2.packed.q4_k.vnni", Isa::avx2, true, 1, INT_MAX, &kQ4KKernel<OnePrefetch::t0>},
+    {"avx2.packed.q4_k.vnni", Isa::avx2, true, 1, INT_MAX, &kQ4KKernel<OnePrefetch::t0>, true},
     {"avx2.packed.q4_k.vnni.nta", Isa::avx2, true, 1, 1, &kQ4KKernel<OnePrefetch::nta_touch>},
 };
 
