@@ -39,9 +39,9 @@ using quant::BlockQ8_0;
 namespace {
 
 // One column's default prefetch: the pair's lines and pages (OnePrefetch).
-// kFewStream: tiles of several columns prefetch by P as well, instead of
-// each pair's lines kPrefetchBytes ahead.
-template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, bool kFewStream = false>
+// F: how tiles of several columns prefetch (t0: each pair's lines,
+// kPrefetchBytes ahead).
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, OnePrefetch F = OnePrefetch::t0>
 struct PackedTile : QSumsTile {
   static constexpr int kSlices = T == TensorType::Q4_0 ? 4 : 8;
   static constexpr size_t kPairBytes = 64 + 2 * kSlices * 64;
@@ -62,10 +62,10 @@ struct PackedTile : QSumsTile {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
       if ((b & 1) == 0) {
-        if constexpr (C == 1 || kFewStream)
+        if constexpr (C == 1)
           prefetch_one_column<P, kPairBytes>(pair, b >> 1);
         else
-          prefetch_bytes<kPairBytes>(pair + kPrefetchBytes);
+          prefetch_one_column<F, kPairBytes>(pair, b >> 1);
       }
       const uint8_t* sl = pair + 64 + static_cast<size_t>(b & 1) * kSlices * 64 + 32 * h0;
       __m256 dw[NH];
@@ -130,10 +130,10 @@ struct PackedTile : QSumsTile {
   }
 };
 
-template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, bool kFewStream = false>
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, OnePrefetch F = OnePrefetch::t0>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
-  using Tile = PackedTile<T, P, kFewStream>;
+  using Tile = PackedTile<T, P, F>;
   const Tile t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
                             act_stride, q8_0_sums_offset(k), out, out_stride}};
   // Tile widths by measurement (kernel_bench, 256 rows like the engine's
@@ -179,16 +179,15 @@ namespace {
 // The one-column prefetch schemes other than the default, as variants for
 // the planner (kernels/variants.h): for one column, and for 2-4 columns (a
 // few sequences decoding together) prefetching as one column does.
-template <TensorType T, OnePrefetch P, bool kFewStream = false>
-constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, kFewStream>, q8_0_sums_bytes,
-                                true};
+template <TensorType T, OnePrefetch P, OnePrefetch F = OnePrefetch::t0>
+constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, F>, q8_0_sums_bytes, true};
 template <TensorType T, OnePrefetch P>
 constexpr KernelVariant q_one(const char* name) {
   return {name, Isa::avx2, true, 1, 1, &kQKernel<T, P>};
 }
-template <TensorType T, OnePrefetch P>
+template <TensorType T, OnePrefetch F>
 constexpr KernelVariant q_few(const char* name) {
-  return {name, Isa::avx2, true, 2, 4, &kQKernel<T, P, true>};
+  return {name, Isa::avx2, true, 2, 4, &kQKernel<T, OnePrefetch::t0_touch, F>};
 }
 constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, OnePrefetch::t0>("avx2.packed.q4_0.t0"),

@@ -41,8 +41,9 @@ namespace {
 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
 
 // Q4_0 / Q8_0 against "Q8_0 with sums" activations.
-// kFewStream: tiles of several columns prefetch by P as well.
-template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, bool kFewStream = false>
+// P: how a one-column tile prefetches; F: tiles of several columns (t0:
+// each pair's lines, kPrefetchBytes ahead).
+template <TensorType T, OnePrefetch P = OnePrefetch::t0_touch, OnePrefetch F = OnePrefetch::t0>
 struct QTile : QSumsTile {
   static constexpr int kSlices = T == TensorType::Q4_0 ? 4 : 8;
   static constexpr int kShift = T == TensorType::Q4_0 ? 3 : 7;  // offset 8 or 128
@@ -63,10 +64,10 @@ struct QTile : QSumsTile {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* pair = grp + static_cast<size_t>(b >> 1) * kPairBytes;
       if ((b & 1) == 0) {
-        if constexpr (C == 1 || kFewStream)
+        if constexpr (C == 1)
           prefetch_one_column<P, kPairBytes>(pair, b >> 1);
         else
-          prefetch_bytes<kPairBytes>(pair + kPrefetchBytes);
+          prefetch_one_column<F, kPairBytes>(pair, b >> 1);
       }
       const uint8_t* sl = pair + 64 + static_cast<size_t>(b & 1) * kSlices * 64 + 32 * h0;
       __m256i dot[NH][C];
@@ -231,13 +232,20 @@ struct Q4KTile : KTile {
 // halves together up to 2 columns and takes one half per pass beyond.
 // (Measured with kernel_bench in L2: both faster than one half per pass
 // from 2 columns on, at prompt widths too.)
-template <TensorType T, OnePrefetch P, bool kFewStream>
+// F serves 2-4 columns (one tile); wider passes, which read each group
+// once per tile from cache after the first, prefetch each pair's lines.
+template <TensorType T, OnePrefetch P, OnePrefetch F>
 void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
             float* out, size_t out_stride) {
-  using Tile = QTile<T, P, kFewStream>;
-  const Tile t{{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act), act_stride,
-                q8_0_sums_offset(k), out, out_stride}};
-  drive<4>(GroupTile<Tile, 4>{t}, nrows, ncols);
+  const QSumsTile base{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
+                       act_stride, q8_0_sums_offset(k), out, out_stride};
+  if (ncols <= 4) {
+    const QTile<T, P, F> t{base};
+    drive<4>(GroupTile<QTile<T, P, F>, 4>{t}, nrows, ncols);
+  } else {
+    const QTile<T, P, OnePrefetch::t0> t{base};
+    drive<4>(GroupTile<QTile<T, P, OnePrefetch::t0>, 4>{t}, nrows, ncols);
+  }
 }
 
 template <OnePrefetch P>
@@ -249,27 +257,35 @@ void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
   drive<4>(GroupTile<Tile, 2>{t}, nrows, ncols);
 }
 
-template <TensorType T, OnePrefetch P, bool kFewStream = false>
-constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_q<T, P, kFewStream>, q8_0_sums_bytes, true};
+template <TensorType T, OnePrefetch P, OnePrefetch F>
+constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_q<T, P, F>, q8_0_sums_bytes, true};
 template <OnePrefetch P>
 constexpr MatmulKernel kQ4KKernel{TensorType::Q8_K, quantize_q8_k, gemm_q4_k<P>, nullptr, true};
 
 // Every column count, as the planner's baseline (KernelVariant::baseline:
 // faster than the plain AVX2 tables in every measured class); prefetch
 // schemes as the plain tables', for one column and, for Q4_0 / Q8_0, for
-// 2-4 (.few).
+// 2-4 (.few). The baselines' 2-4 column tiles (a few sequences decoding
+// together) prefetch as a one-column tile can: twice as far, with page
+// touches, which read memory faster than each pair's lines (.few.t0, the
+// plain tables' way) or non-temporal bursts (.few.nta) where measured.
+template <TensorType T, OnePrefetch P, OnePrefetch F>
+constexpr KernelVariant q_vnni(const char* name, int min_cols, int max_cols, bool baseline = false) {
+  return {name, Isa::avx2, true, min_cols, max_cols, &kQKernel<T, P, F>, baseline};
+}
+constexpr OnePrefetch kT0Touch = OnePrefetch::t0_touch;
 constexpr KernelVariant kQ4_0Variants[] = {
-    {"avx2.packed.q4_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q4_0, OnePrefetch::t0_touch>, true},
-    {"avx2.packed.q4_0.vnni.far", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q4_0, OnePrefetch::far_touch>},
-    {"avx2.packed.q4_0.vnni.nta", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q4_0, OnePrefetch::nta_touch>},
-    {"avx2.packed.q4_0.vnni.few.nta", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q4_0, OnePrefetch::nta_burst, true>},
-    {"avx2.packed.q4_0.vnni.few.far", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q4_0, OnePrefetch::far_touch, true>},
+    q_vnni<TensorType::Q4_0, kT0Touch, OnePrefetch::far_touch>("avx2.packed.q4_0.vnni", 1, INT_MAX, true),
+    q_vnni<TensorType::Q4_0, OnePrefetch::far_touch, OnePrefetch::t0>("avx2.packed.q4_0.vnni.far", 1, 1),
+    q_vnni<TensorType::Q4_0, OnePrefetch::nta_touch, OnePrefetch::t0>("avx2.packed.q4_0.vnni.nta", 1, 1),
+    q_vnni<TensorType::Q4_0, kT0Touch, OnePrefetch::nta_burst>("avx2.packed.q4_0.vnni.few.nta", 2, 4),
+    q_vnni<TensorType::Q4_0, kT0Touch, OnePrefetch::t0>("avx2.packed.q4_0.vnni.few.t0", 2, 4),
 };
 constexpr KernelVariant kQ8_0Variants[] = {
-    {"avx2.packed.q8_0.vnni", Isa::avx2, true, 1, INT_MAX, &kQKernel<TensorType::Q8_0, OnePrefetch::t0_touch>, true},
-    {"avx2.packed.q8_0.vnni.nta", Isa::avx2, true, 1, 1, &kQKernel<TensorType::Q8_0, OnePrefetch::nta_touch>},
-    {"avx2.packed.q8_0.vnni.few.nta", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::nta_burst, true>},
-    {"avx2.packed.q8_0.vnni.few.far", Isa::avx2, true, 2, 4, &kQKernel<TensorType::Q8_0, OnePrefetch::far_touch, true>},
+    q_vnni<TensorType::Q8_0, kT0Touch, OnePrefetch::far_touch>("avx2.packed.q8_0.vnni", 1, INT_MAX, true),
+    q_vnni<TensorType::Q8_0, OnePrefetch::nta_touch, OnePrefetch::t0>("avx2.packed.q8_0.vnni.nta", 1, 1),
+    q_vnni<TensorType::Q8_0, kT0Touch, OnePrefetch::nta_burst>("avx2.packed.q8_0.vnni.few.nta", 2, 4),
+    q_vnni<TensorType::Q8_0, kT0Touch, OnePrefetch::t0>("avx2.packed.q8_0.vnni.few.t0", 2, 4),
 };
 struct DpwssdDot {
   static __m256i add(__m256i acc, __m256i w, __m256i x) { return _mm256_dpwssd_avx_epi32(acc, w, x); }
