@@ -140,6 +140,8 @@ size_t packed_float_act_offset(int64_t k);  // where the bf16 values start
 uint16_t bf16_batch_round(float x);         // f32 -> bf16 as vcvtneps2bf16
 void quantize_packed_float_act_ref(const float* x, void* out, int64_t k);
 void pack_float_row_group(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group);
+// Value i of row r (< 16) of a packed F16 / BF16 group, widened.
+float packed_float_value(TensorType t, const uint8_t* group, int r, int64_t i);
 
 // The "I16" form of packed F16/BF16 products (above).
 constexpr int kI16Block = 32;

@@ -51,14 +51,13 @@ void unpack_float_row_group(const uint8_t* group, int nrows, int64_t k, uint8_t*
   }
 }
 
-namespace {
-
-template <TensorType T>
-float weight(const uint8_t* group, int r, int64_t i) {
+float packed_float_value(TensorType t, const uint8_t* group, int r, int64_t i) {
   uint16_t h;
   std::memcpy(&h, group + 64 * static_cast<size_t>(i / 2) + 4 * r + 2 * (i % 2), 2);
-  return T == TensorType::F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+  return t == TensorType::F16 ? fp16_to_f32(h) : bf16_to_f32(h);
 }
+
+namespace {
 
 template <TensorType T>
 void gemm_packed_float_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
@@ -73,7 +72,7 @@ void gemm_packed_float_ref(int64_t k, const void* w, size_t w_stride, int nrows,
       const int rr = r % kPackRows;
       float sum = 0;
       for (int64_t i = 0; i < k; ++i) {
-        const float wv = weight<T>(group, rr, i);
+        const float wv = packed_float_value(T, group, rr, i);
         sum += batch ? bf16_to_f32(bf16_batch_round(wv)) * bf16_to_f32(xh[i]) : wv * xf[i];
       }
       out[static_cast<size_t>(c) * out_stride + static_cast<size_t>(r)] = sum;

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
-#include "core/fp16.h"
 #include "kernels/packed.h"
 
 namespace brisk::kernels {
@@ -29,13 +27,6 @@ int16_t round_to_i16(float v) {
 }
 
 template <TensorType T>
-float weight(const uint8_t* group, int r, int64_t i) {
-  uint16_t h;
-  std::memcpy(&h, group + 64 * static_cast<size_t>(i / 2) + 4 * r + 2 * (i % 2), 2);
-  return T == TensorType::F16 ? fp16_to_f32(h) : bf16_to_f32(h);
-}
-
-template <TensorType T>
 void gemm_packed_i16_ref(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                          int ncols, float* out, size_t out_stride) {
   const int64_t nb = i16_blocks(k);
@@ -52,10 +43,10 @@ void gemm_packed_i16_ref(int64_t k, const void* w, size_t w_stride, int nrows, c
         for (int64_t b = b0; b < std::min(nb, b0 + kI16ChunkBlocks); ++b) {
           const int64_t i0 = b * kI16Block, i1 = std::min(k, i0 + kI16Block);
           float m = 0;
-          for (int64_t i = i0; i < i1; ++i) m = std::max(m, std::fabs(weight<T>(group, rr, i)));
+          for (int64_t i = i0; i < i1; ++i) m = std::max(m, std::fabs(packed_float_value(T, group, rr, i)));
           const float inv = m > 0 ? kI16WeightMax / m : 0.0f;
           int64_t dot = 0;
-          for (int64_t i = i0; i < i1; ++i) dot += round_to_i16(weight<T>(group, rr, i) * inv) * xq[i];
+          for (int64_t i = i0; i < i1; ++i) dot += round_to_i16(packed_float_value(T, group, rr, i) * inv) * xq[i];
           chunk = std::fma(static_cast<float>(dot), (m / kI16WeightMax) * xd[b], chunk);
         }
         total = b0 == 0 ? chunk : total + chunk;
