@@ -138,7 +138,9 @@ std::vector<KernelVariant> candidates(TensorType t) {
   return out;
 }
 
-// The variant whose table the default lookup returns for this layout.
+// The planner's baseline for this layout: the active ISA's variant marked
+// baseline if there is one, else the one whose table the default lookup
+// returns.
 KernelVariant default_variant(TensorType t, bool packed) {
   const kernels::MatmulKernel* k = packed ? kernels::packed_matmul_kernel(t) : &kernels::matmul_kernel(t);
   const std::vector<KernelVariant> vs = kernels::matmul_variants(t);

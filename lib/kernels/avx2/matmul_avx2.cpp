@@ -68,8 +68,9 @@ const MatmulKernel* avx2_matmul_kernel(TensorType t) {
 
 // Where the CPU has AVX-VNNI and the type has VNNI kernels, those (with
 // their own one-column prefetch schemes) replace the plain kernels'
-// prefetch variants: the plain default stays as the baseline, and the plan
-// measures a handful of candidates instead of twice as many. F16 and BF16,
+// prefetch variants: the plain default stays a candidate (the VNNI base
+// kernels are the planner's baseline, KernelVariant::baseline), and the
+// plan measures a handful of candidates instead of twice as many. F16 and BF16,
 // whose VNNI kernels are batch ones only, keep the plain variants too.
 void avx2_extra_variants(TensorType t, std::vector<KernelVariant>& out) {
   int n = 0;

@@ -625,8 +625,9 @@ namespace {
 // that prefetch as a one-column tile does (kFewStream) instead of the
 // default's per-pair lines. (The K-quant tiles of 2-4 columns measured no
 // faster that way.)
-template <TensorType T, StreamPrefetch P>
-constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P>, q8_0_sums_bytes, true};
+template <TensorType T, StreamPrefetch P, bool kFewStream = false>
+constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, kFewStream>, q8_0_sums_bytes,
+                                true};
 template <class Tile>
 constexpr MatmulKernel kKKernel{TensorType::Q8_K, quantize_q8_k, gemm_k_packed<Tile>, nullptr, true};
 
@@ -635,11 +636,8 @@ constexpr KernelVariant q_one(const char* name) {
   return {name, Isa::avx512, true, 1, 1, &kQKernel<T, P>};
 }
 template <TensorType T, StreamPrefetch P>
-constexpr MatmulKernel kQFewKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, true>, q8_0_sums_bytes,
-                                   true};
-template <TensorType T, StreamPrefetch P>
 constexpr KernelVariant q_few(const char* name) {
-  return {name, Isa::avx512, true, 2, 4, &kQFewKernel<T, P>};
+  return {name, Isa::avx512, true, 2, 4, &kQKernel<T, P, true>};
 }
 template <class Tile>
 constexpr KernelVariant k_one(const char* name) {
