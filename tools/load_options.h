@@ -29,7 +29,7 @@ void apply_read_options(const cxxopts::ParseResult& args, Options* o) {
 inline void add_load_options(cxxopts::Options& opts) {
   add_read_options(opts, "the model");
   opts.add_options()(
-      "plan", "kernel plan: auto (cached, else measured and cached), fixed (each ISA's defaults, reproducible), "
+      "plan", "kernel plan: auto (cached, else measured and cached), fixed (the ISA's baseline kernels, reproducible), "
               "measure (measure again); default $BRISK_PLAN or auto",
       cxxopts::value<std::string>())("plan-cache", "directory of cached kernel plans (default ~/.cache/brisk)",
                                      cxxopts::value<std::string>());

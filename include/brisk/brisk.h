@@ -163,7 +163,7 @@ typedef struct brisk_model brisk_model;
 typedef enum brisk_plan_mode {
   BRISK_PLAN_DEFAULT = 0, /* $BRISK_PLAN (auto, fixed or measure) if set, else AUTO */
   BRISK_PLAN_AUTO = 1,    /* the cached plan if valid, else measure and cache it */
-  BRISK_PLAN_FIXED = 2,   /* each instruction set's default kernels: reproducible, nothing measured */
+  BRISK_PLAN_FIXED = 2,   /* the instruction set's baseline kernels: reproducible, nothing measured */
   BRISK_PLAN_MEASURE = 3  /* measure even if a plan is cached, then cache it (brisk tune) */
 } brisk_plan_mode;
 

@@ -54,7 +54,7 @@ std::string KernelPlan::describe() const {
   char buf[512];
   std::string s;
   if (source == "fixed") {
-    std::snprintf(buf, sizeof buf, "kernel plan: fixed (each instruction set's default kernels; weights packed in %.2f s)\n",
+    std::snprintf(buf, sizeof buf, "kernel plan: fixed (the instruction set's baseline kernels; weights packed in %.2f s)\n",
                   pack_seconds);
     s = buf;
   } else {

@@ -57,7 +57,7 @@ const (
 	PlanDefault PlanMode = C.BRISK_PLAN_DEFAULT
 	// PlanAuto: the cached plan if valid, else measure and cache it.
 	PlanAuto PlanMode = C.BRISK_PLAN_AUTO
-	// PlanFixed: each instruction set's default kernels; reproducible,
+	// PlanFixed: the instruction set's baseline kernels; reproducible,
 	// nothing measured.
 	PlanFixed PlanMode = C.BRISK_PLAN_FIXED
 	// PlanMeasure: measure even if a plan is cached, then cache it (brisk tune).

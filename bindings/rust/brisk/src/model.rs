@@ -50,7 +50,7 @@ pub enum PlanMode {
     Default,
     /// The cached plan if valid, else measure and cache it.
     Auto,
-    /// Each instruction set's default kernels: reproducible, nothing measured.
+    /// The instruction set's baseline kernels: reproducible, nothing measured.
     Fixed,
     /// Measure even if a plan is cached, then cache it (brisk tune).
     Measure,
