@@ -56,6 +56,18 @@ inline void store_halves(float* out, size_t out_stride, int nrows, int g, int h0
     }
 }
 
+// Q6_K slice offsets (packed.h's q6k_hi_offset / q6k_lo_offset) from
+// constants: the constexpr functions of the shared header are inline, and
+// an inline function called at run time here could be emitted with AVX2
+// encodings (common.h), so they are only evaluated at compile time.
+constexpr size_t kQ6Hi0 = q6k_hi_offset(0, 0);
+constexpr size_t kQ6Chunk = q6k_hi_offset(0, 1) - kQ6Hi0;
+constexpr size_t kQ6Lo0 = q6k_lo_offset(0, 0) - kQ6Hi0;
+constexpr size_t kQ6LoRun = q6k_lo_offset(1, 0) - q6k_lo_offset(0, 0);
+static_assert(q6k_hi_offset(1, 3) == kQ6Hi0 + kQ6Chunk * 11 && q6k_lo_offset(3, 5) == q6k_hi_offset(1, 5) + kQ6Lo0 + kQ6LoRun);
+inline size_t q6_hi(int h, int m) { return kQ6Hi0 + kQ6Chunk * static_cast<size_t>(8 * h + m); }
+inline size_t q6_lo(int j, int m) { return q6_hi(j / 2, m) + kQ6Lo0 + kQ6LoRun * static_cast<size_t>(j % 2); }
+
 // How far ahead of the current pair of blocks the weight stream is prefetched.
 constexpr size_t kPrefetchBytes = 4608;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // AVX2 kernels with AVX-VNNI (the VEX-encoded vpdpbusd of Alder Lake and
-// later Intel client cores, and of Zen 5) over packed Q4_0, Q8_0 and Q4_K
-// weights (layout: packed.h), offered to the planner as variants of the
+// later Intel client cores, and of Zen 5) over packed Q4_0, Q8_0, Q4_K and
+// Q6_K weights (layout: packed.h), offered to the planner as variants of the
 // AVX2 tables (kernels/variants.h, "avx2.packed.<type>.vnni") where CPUID
 // reports AVX-VNNI. Compiled with -mavxvnni; nothing here runs unless the
 // CPU has it.
@@ -19,6 +19,8 @@
 //    sub-block scales multiply the integer dots (vpmulld) and the mins of a
 //    pair of sub-blocks go in one vpmaddwd, so the float work is one convert
 //    and two FMAs per super-block.
+//  - Q6_K: slices rebuilt as the plain kernel does, one vpdpbusd each; the
+//    int8 sub-block scales multiply the integer dots, one FMA per super-block.
 //  - F16 / BF16 batches in int16 (avx2/packed_i16_tiles.h): vpdpwssd, one
 //    instruction for vpmaddwd and vpaddd.
 #include "kernels/avx2vnni/vnni.h"
@@ -225,6 +227,89 @@ struct Q4KTile : KTile {
   }
 };
 
+// Q6_K against Q8_K activations: per run u of 32 weights, the 8 slices are
+// rebuilt from a nibble slice and a 2-bit slice (unsigned q, value q - 32)
+// and each sub-block of 16 (4 slices) gets its integer dot, which its int8
+// row scale multiplies in integers (vpmulld). The -32 is removed per run
+// with one vpmaddwd: the row's two scales x 32 as the int16 halves of its
+// slot against the activation's two bsums. Bounds: a sub-block dot is at
+// most 16 x 63 x 128, times a scale of at most 128, summed over 16
+// sub-blocks: below 2^28. One float FMA per super-block.
+template <OnePrefetch P = OnePrefetch::t0>
+struct Q6KTile : KTile {
+  template <int NH, int C>
+  void run_halves(int g, int h0, int c0) const {
+    const uint8_t* grp = group(g);
+    const BlockQ8_K* a[C];
+    columns(c0, a);
+    __m256 acc[NH][C];
+    for (int i = 0; i < NH; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    const __m256i nib = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
+      if (h0 == 0) {
+        if constexpr (C == 1)
+          prefetch_one_column<P, kQ6KSuperBytes>(sb, b);
+        else
+          prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
+      }
+      __m256i dot[NH][C];
+      for (int i = 0; i < NH; ++i)
+        for (int c = 0; c < C; ++c) dot[i][c] = _mm256_setzero_si256();
+      _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) {
+        const int s2 = u % 4;
+        // Sub-block e (0, 1) of the run: 2u + e, slices 4e .. 4e + 3.
+        for (int e = 0; e < 2; ++e) {
+          __m256i part[NH][C];
+          for (int i = 0; i < NH; ++i)
+            for (int c = 0; c < C; ++c) part[i][c] = _mm256_setzero_si256();
+          for (int m = 4 * e; m < 4 * e + 4; ++m) {
+            __m256i q[NH];
+            for (int i = 0; i < NH; ++i) {
+              const __m256i l =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + q6_lo(u / 2, m) + 32 * (h0 + i)));
+              const __m256i h =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + q6_hi(u / 4, m) + 32 * (h0 + i)));
+              const __m256i low = _mm256_and_si256(u % 2 ? _mm256_srli_epi16(l, 4) : l, nib);
+              const __m256i top = s2 == 0 ? _mm256_slli_epi16(h, 4)
+                                  : s2 == 1 ? _mm256_slli_epi16(h, 2)
+                                  : s2 == 2 ? h
+                                            : _mm256_srli_epi16(h, 2);
+              q[i] = _mm256_or_si256(low, _mm256_and_si256(top, two));
+            }
+            for (int c = 0; c < C; ++c) {
+              const __m256i x = _mm256_set1_epi32(load_i32(a[c][b].qs + 32 * u + 4 * m));
+              for (int i = 0; i < NH; ++i) part[i][c] = dpbusd(part[i][c], q[i], x);
+            }
+          }
+          for (int i = 0; i < NH; ++i) {
+            const __m256i sc = _mm256_cvtepi8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 32 + 16 * (2 * u + e) + 8 * (h0 + i))));
+            for (int c = 0; c < C; ++c) dot[i][c] = _mm256_add_epi32(dot[i][c], _mm256_mullo_epi32(part[i][c], sc));
+          }
+        }
+        for (int i = 0; i < NH; ++i) {
+          const uint8_t* sp = sb + 32 + 16 * (2 * u) + 8 * (h0 + i);
+          const __m128i s0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sp));
+          const __m128i s1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sp + 16));
+          const __m256i sw32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1)), 5);
+          for (int c = 0; c < C; ++c)
+            dot[i][c] = _mm256_sub_epi32(
+                dot[i][c], _mm256_madd_epi16(sw32, _mm256_set1_epi32(load_i32(a[c][b].bsums + 2 * u))));
+        }
+      }
+      for (int i = 0; i < NH; ++i) {
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 16 * (h0 + i))));
+        for (int c = 0; c < C; ++c)
+          acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][c]), _mm256_mul_ps(d, _mm256_set1_ps(a[c][b].d)),
+                                      acc[i][c]);
+      }
+    }
+    store(g, h0, c0, acc);
+  }
+};
+
 // Tiles of up to 4 columns. Q4_0 / Q8_0 run both halves of a group in one
 // pass at every width: their per-column state (an int32 dot and a float sum
 // per half) spills little, and the weights are loaded and unpacked once per
@@ -257,10 +342,21 @@ void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
   drive<4>(GroupTile<Tile, 2>{t}, nrows, ncols);
 }
 
+template <OnePrefetch P>
+void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
+               float* out, size_t out_stride) {
+  using Tile = Q6KTile<P>;
+  const Tile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act), act_stride,
+                out, out_stride}};
+  drive<4>(GroupTile<Tile, 2>{t}, nrows, ncols);
+}
+
 template <TensorType T, OnePrefetch P, OnePrefetch F>
 constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_q<T, P, F>, q8_0_sums_bytes, true};
 template <OnePrefetch P>
 constexpr MatmulKernel kQ4KKernel{TensorType::Q8_K, quantize_q8_k, gemm_q4_k<P>, nullptr, true};
+template <OnePrefetch P>
+constexpr MatmulKernel kQ6KKernel{TensorType::Q8_K, quantize_q8_k, gemm_q6_k<P>, nullptr, true};
 
 // Every column count, as the planner's baseline (KernelVariant::baseline:
 // faster than the plain AVX2 tables in every measured class); prefetch
@@ -303,6 +399,11 @@ constexpr KernelVariant kQ4KVariants[] = {
     {"avx2.packed.q4_k.vnni", Isa::avx2, true, 1, INT_MAX, &kQ4KKernel<OnePrefetch::t0>, true},
     {"avx2.packed.q4_k.vnni.nta", Isa::avx2, true, 1, 1, &kQ4KKernel<OnePrefetch::nta_touch>},
 };
+constexpr KernelVariant kQ6KVariants[] = {
+    {"avx2.packed.q6_k.vnni", Isa::avx2, true, 1, INT_MAX, &kQ6KKernel<OnePrefetch::t0>, true},
+    {"avx2.packed.q6_k.vnni.touch", Isa::avx2, true, 1, 1, &kQ6KKernel<OnePrefetch::t0_touch>},
+    {"avx2.packed.q6_k.vnni.nta", Isa::avx2, true, 1, 1, &kQ6KKernel<OnePrefetch::nta_touch>},
+};
 
 }  // namespace
 
@@ -311,6 +412,7 @@ const KernelVariant* packed_vnni_variants(TensorType t, int* n) {
     case TensorType::Q4_0: return listed(kQ4_0Variants, n);
     case TensorType::Q8_0: return listed(kQ8_0Variants, n);
     case TensorType::Q4_K: return listed(kQ4KVariants, n);
+    case TensorType::Q6_K: return listed(kQ6KVariants, n);
     case TensorType::F16: return listed(kF16Variants, n);
     case TensorType::BF16: return listed(kBF16Variants, n);
     default: *n = 0; return nullptr;
