@@ -251,9 +251,18 @@ void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   }
 }
 
+// The widest call that a kFewStream kernel reads as one prefetched stream.
+// Wider calls of its class run the default tiles: Q4_0's tiles of two
+// groups read 3-4 columns faster than one stream (they share each
+// broadcast between two groups); Q8_0's one stream stays faster to 4.
+template <TensorType T>
+constexpr int kFewStreamMaxCols = T == TensorType::Q4_0 ? 2 : 4;
 template <TensorType T, StreamPrefetch P = kQOne<T>, bool kFewStream = false>
 void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
                  float* out, size_t out_stride) {
+  if constexpr (kFewStream) {
+    if (ncols > kFewStreamMaxCols<T>) return gemm_packed<T, P>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+  }
   const PackedTile<T, P, kFewStream> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows,
                                        static_cast<const uint8_t*>(act), act_stride, q8_0_sums_offset(k), out, out_stride};
   if (ncols == 1 || kFewStream) {
