@@ -240,7 +240,7 @@ TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
   CHECK(a.hash != b.hash);
   CHECK(a.hash.size() == 16);
   const nlohmann::json k = nlohmann::json::parse(a.json);
-  for (const char* field : {"cpu", "isa", "l2", "threads", "plan_version", "matrices"}) CHECK(k.contains(field));
+  for (const char* field : {"cpu", "isa", "l2", "threads", "plan_version", "matrices", "kernels"}) CHECK(k.contains(field));
   CHECK(plan_cache_dir("/x/y") == "/x/y");
 }
 

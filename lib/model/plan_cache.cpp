@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "kernels/variants.h"
 #include "model/weights.h"
 
 namespace brisk {
@@ -81,9 +83,21 @@ PlanKey make_plan_key(const Weights& weights, int n_threads) {
   const char* repack = std::getenv("BRISK_REPACK");
   key["repack"] = !(repack && std::string(repack) == "0");
   std::string shapes;
-  for (Matrix* m : const_cast<Weights&>(weights).matmul_matrices())
+  std::set<TensorType> types;
+  for (Matrix* m : const_cast<Weights&>(weights).matmul_matrices()) {
     shapes += std::string(type_name(m->type)) + ":" + std::to_string(m->rows) + "x" + std::to_string(m->cols) + ";";
+    types.insert(m->type);
+  }
   key["matrices"] = hex64(XXH64(shapes.data(), shapes.size(), 0));
+  // The candidates the planner would time for these types: a build that
+  // adds, drops or re-marks a kernel measures again instead of reusing a
+  // plan that never saw it.
+  std::string cands;
+  for (TensorType t : types)
+    for (const kernels::KernelVariant& v : kernels::matmul_variants(t))
+      cands += std::string(v.name) + "/" + std::to_string(v.min_cols) + "-" + std::to_string(v.max_cols) +
+               (v.baseline ? "b" : "") + ";";
+  key["kernels"] = hex64(XXH64(cands.data(), cands.size(), 0));
   PlanKey k;
   k.json = key.dump();
   k.hash = hex64(XXH64(k.json.data(), k.json.size(), 0));
