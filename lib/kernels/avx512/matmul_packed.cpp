@@ -278,6 +278,19 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
   drive_pairs(t, nrows, ncols, T == TensorType::Q4_0 ? INT_MAX : 2);
 }
 
+// The default Q4_0 / Q8_0 kernels: a few columns (2 to kFewStreamMaxCols,
+// sequences decoding together) read one stream prefetched T0 twice as far
+// with page touches, which reads memory faster than the per-pair lines of
+// the pair tiles (the variant ".few.pairs"); one column and wider calls as
+// gemm_packed's defaults.
+template <TensorType T>
+void gemm_q_default(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
+                    int ncols, float* out, size_t out_stride) {
+  if (ncols >= 2 && ncols <= kFewStreamMaxCols<T>)
+    return gemm_packed<T, kT0FarTouch, true>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+  gemm_packed<T>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+}
+
 // What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
 //
 // Few columns (decode) run run_few: the loop over a super-block's 8
@@ -612,11 +625,11 @@ void quantize_q8_0_sums(const float* x, void* out, int64_t k) {
 
 void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  gemm_packed<TensorType::Q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+  gemm_q_default<TensorType::Q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
-  gemm_packed<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+  gemm_q_default<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
@@ -630,10 +643,10 @@ void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 namespace {
 // The decode prefetch schemes other than each type's default (top of file)
 // as variants for the planner: for one column, and, for Q4_0 / Q8_0, for
-// 2-4 columns (a few sequences decoding together) as tiles of one group
-// that prefetch as a one-column tile does (kFewStream) instead of the
-// default's per-pair lines. (The K-quant tiles of 2-4 columns measured no
-// faster that way.)
+// 2-4 columns (a few sequences decoding together): one stream by another
+// scheme than the default's (gemm_q_default), or the pair tiles with each
+// pair's lines (.few.pairs). (The K-quant tiles of 2-4 columns measured no
+// faster reading one stream.)
 template <TensorType T, StreamPrefetch P, bool kFewStream = false>
 constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, kFewStream>, q8_0_sums_bytes,
                                 true};
@@ -647,6 +660,10 @@ constexpr KernelVariant q_one(const char* name) {
 template <TensorType T, StreamPrefetch P>
 constexpr KernelVariant q_few(const char* name) {
   return {name, Isa::avx512, true, 2, 4, &kQKernel<T, P, true>};
+}
+template <TensorType T>
+constexpr KernelVariant q_pairs(const char* name) {
+  return {name, Isa::avx512, true, 2, 4, &kQKernel<T, kQOne<T>>};
 }
 template <class Tile>
 constexpr KernelVariant k_one(const char* name) {
@@ -664,7 +681,7 @@ constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, kRunsT0>("avx512.packed.q4_0.2s"),
     q_one<TensorType::Q4_0, kRunsT0Near>("avx512.packed.q4_0.2s.near"),
     q_one<TensorType::Q4_0, kRunsT1Far>("avx512.packed.q4_0.2s.t1.far"),
-    q_few<TensorType::Q4_0, kT0FarTouch>("avx512.packed.q4_0.few.far.touch"),
+    q_pairs<TensorType::Q4_0>("avx512.packed.q4_0.few.pairs"),
     q_few<TensorType::Q4_0, kT0Touch>("avx512.packed.q4_0.few.touch"),
     q_few<TensorType::Q4_0, kBurstNta>("avx512.packed.q4_0.few.nta"),
 };
@@ -679,7 +696,8 @@ constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, kRunsT0>("avx512.packed.q8_0.2s"),
     q_one<TensorType::Q8_0, kRunsT0Near>("avx512.packed.q8_0.2s.near"),
     q_one<TensorType::Q8_0, kRunsT1Far>("avx512.packed.q8_0.2s.t1.far"),
-    q_few<TensorType::Q8_0, kT0FarTouch>("avx512.packed.q8_0.few.far.touch"),
+    q_pairs<TensorType::Q8_0>("avx512.packed.q8_0.few.pairs"),
+    q_few<TensorType::Q8_0, kTouch>("avx512.packed.q8_0.few.touch"),
     q_few<TensorType::Q8_0, kBurstNta>("avx512.packed.q8_0.few.nta"),
 };
 constexpr KernelVariant kQ4KVariants[] = {
