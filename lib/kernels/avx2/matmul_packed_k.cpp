@@ -32,19 +32,6 @@ namespace {
 inline __m256i both_halves(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
 
 
-// The weights are prefetched in the pass of the first half only (the
-// second finds the lines in cache): the lines of a C-column tile's
-// super-block, for one column as P says (OnePrefetch). The one-column
-// default is T0 without page touches; the other schemes are variants.
-template <OnePrefetch P, int C, size_t Bytes>
-inline void prefetch_super(const uint8_t* sb, int64_t b, int h0) {
-  if (h0 != 0) return;
-  if constexpr (C == 1)
-    prefetch_one_column<P, Bytes>(sb, b);
-  else
-    prefetch_bytes<Bytes>(sb + kPrefetchBytes);
-}
-
 template <OnePrefetch P = OnePrefetch::t0>
 struct Q4KTile : KTile {
   template <int NH, int C>
@@ -142,7 +129,6 @@ struct Q6KTile : KTile {
     __m256 acc[NH][C];
     for (int i = 0; i < NH; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
-    const __m256i nib = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
       prefetch_super<P, C, kQ6KSuperBytes>(sb, b, h0);
@@ -150,7 +136,6 @@ struct Q6KTile : KTile {
       for (int i = 0; i < NH; ++i)
         for (int c = 0; c < C; ++c) sumi[i][c] = offs[i][c] = _mm256_setzero_si256();
       _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) {
-        const int s2 = u % 4;
         // Sub-blocks 2u and 2u + 1 (slices 0-3 and 4-7 of this run of 32):
         // row r's scale in both int16 halves of slot r (sc[0], sc[1]), and
         // the two scales as the halves (sw, against the bsums).
@@ -167,16 +152,7 @@ struct Q6KTile : KTile {
           __m256i q[NH][2];
           for (int i = 0; i < NH; ++i)
             for (int e = 0; e < 2; ++e) {
-              const __m256i l = _mm256_loadu_si256(
-                  reinterpret_cast<const __m256i*>(sb + q6_lo(u / 2, m + e) + 32 * (h0 + i)));
-              const __m256i h = _mm256_loadu_si256(
-                  reinterpret_cast<const __m256i*>(sb + q6_hi(u / 4, m + e) + 32 * (h0 + i)));
-              const __m256i low = _mm256_and_si256(u % 2 ? _mm256_srli_epi16(l, 4) : l, nib);
-              const __m256i top = s2 == 0 ? _mm256_slli_epi16(h, 4)
-                                  : s2 == 1 ? _mm256_slli_epi16(h, 2)
-                                  : s2 == 2 ? h
-                                            : _mm256_srli_epi16(h, 2);
-              q[i][e] = _mm256_or_si256(low, _mm256_and_si256(top, two));
+              q[i][e] = q6_slice(sb, u, m + e, h0 + i);
             }
           for (int c = 0; c < C; ++c) {
             const int8_t* x = a[c][b].qs + 32 * u + 4 * m;

@@ -98,6 +98,31 @@ inline void prefetch_one_column(const uint8_t* step, int64_t index) {
   if constexpr (P == OnePrefetch::far_touch) prefetch_stream_bytes<StepBytes>(step + 2 * kPrefetchBytes);
 }
 
+// The weights are prefetched in the pass of the first half only (the
+// second finds the lines in cache): the lines of a C-column tile's
+// super-block, for one column as P says (OnePrefetch). The one-column
+// default is T0 without page touches; the other schemes are variants.
+template <OnePrefetch P, int C, size_t Bytes>
+inline void prefetch_super(const uint8_t* sb, int64_t b, int h0) {
+  if (h0 != 0) return;
+  if constexpr (C == 1)
+    prefetch_one_column<P, Bytes>(sb, b);
+  else
+    prefetch_bytes<Bytes>(sb + kPrefetchBytes);
+}
+
+// Slice m (0..7) of run u (0..7) of a packed Q6_K super-block at sb, half
+// h (rows 8h .. 8h + 7), as unsigned 6-bit q per byte: the low nibble from
+// the run's nibble slice, the top 2 bits from the half's 2-bit slice.
+inline __m256i q6_slice(const uint8_t* sb, int u, int m, int h) {
+  const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + q6_lo(u / 2, m) + 32 * h));
+  const __m256i t = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + q6_hi(u / 4, m) + 32 * h));
+  const __m256i low = _mm256_and_si256(u % 2 ? _mm256_srli_epi16(l, 4) : l, _mm256_set1_epi8(0x0F));
+  const int s = u % 4;  // the 2-bit field of the byte, moved to bits 4-5
+  const __m256i top = s == 0 ? _mm256_slli_epi16(t, 4) : s == 1 ? _mm256_slli_epi16(t, 2) : s == 2 ? t : _mm256_srli_epi16(t, 2);
+  return _mm256_or_si256(low, _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
+}
+
 // A tile of group g x C columns: both halves in one pass while their
 // accumulators fit the 16 ymm registers (kBoth columns), else one pass per
 // half (a half past the last row is skipped).

@@ -136,12 +136,7 @@ struct Q4KTile : KTile {
     const __m256i nib = _mm256_set1_epi8(0x0F), six = _mm256_set1_epi32(63);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      if (h0 == 0) {
-        if constexpr (C == 1)
-          prefetch_one_column<P, kQ4KSuperBytes>(sb, b);
-        else
-          prefetch_bytes<kQ4KSuperBytes>(sb + kPrefetchBytes);
-      }
+      prefetch_super<P, C, kQ4KSuperBytes>(sb, b, h0);
       // Scaled integer dots, per half and column: even sub-blocks plus the
       // odd ones (16 x the weight) shifted back after each pair.
       __m256i dot[NH][C];
@@ -245,20 +240,13 @@ struct Q6KTile : KTile {
     __m256 acc[NH][C];
     for (int i = 0; i < NH; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
-    const __m256i nib = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      if (h0 == 0) {
-        if constexpr (C == 1)
-          prefetch_one_column<P, kQ6KSuperBytes>(sb, b);
-        else
-          prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
-      }
+      prefetch_super<P, C, kQ6KSuperBytes>(sb, b, h0);
       __m256i dot[NH][C];
       for (int i = 0; i < NH; ++i)
         for (int c = 0; c < C; ++c) dot[i][c] = _mm256_setzero_si256();
       _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) {
-        const int s2 = u % 4;
         // Sub-block e (0, 1) of the run: 2u + e, slices 4e .. 4e + 3.
         for (int e = 0; e < 2; ++e) {
           __m256i part[NH][C];
@@ -267,16 +255,7 @@ struct Q6KTile : KTile {
           for (int m = 4 * e; m < 4 * e + 4; ++m) {
             __m256i q[NH];
             for (int i = 0; i < NH; ++i) {
-              const __m256i l =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + q6_lo(u / 2, m) + 32 * (h0 + i)));
-              const __m256i h =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + q6_hi(u / 4, m) + 32 * (h0 + i)));
-              const __m256i low = _mm256_and_si256(u % 2 ? _mm256_srli_epi16(l, 4) : l, nib);
-              const __m256i top = s2 == 0 ? _mm256_slli_epi16(h, 4)
-                                  : s2 == 1 ? _mm256_slli_epi16(h, 2)
-                                  : s2 == 2 ? h
-                                            : _mm256_srli_epi16(h, 2);
-              q[i] = _mm256_or_si256(low, _mm256_and_si256(top, two));
+              q[i] = q6_slice(sb, u, m, h0 + i);
             }
             for (int c = 0; c < C; ++c) {
               const __m256i x = _mm256_set1_epi32(load_i32(a[c][b].qs + 32 * u + 4 * m));
