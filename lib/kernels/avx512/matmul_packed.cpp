@@ -252,9 +252,9 @@ void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
 }
 
 // The widest call that a kFewStream kernel reads as one prefetched stream.
-// Wider calls of its class run the default tiles: Q4_0's tiles of two
-// groups read 3-4 columns faster than one stream (they share each
-// broadcast between two groups); Q8_0's one stream stays faster to 4.
+// Wider calls of its class run gemm_packed's own tiles: Q4_0's pair tiles
+// read 3-4 columns faster than one stream (each broadcast feeds two
+// groups); Q8_0's one stream stays faster to 4.
 template <TensorType T>
 constexpr int kFewStreamMaxCols = T == TensorType::Q4_0 ? 2 : 4;
 template <TensorType T, StreamPrefetch P = kQOne<T>, bool kFewStream = false>
