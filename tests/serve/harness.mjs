@@ -82,6 +82,12 @@ export async function startServer(extraArgs = [], { model = modelPath(), waitRea
       if (Date.now() > deadline) throw new Error('server never became ready');
       await sleep(50);
     }
+    // /health can answer before this process has read the 'ready' line from
+    // the pipe; tests read that line's fields.
+    while (!logs.some((l) => l.event === 'ready')) {
+      if (Date.now() > deadline) throw new Error('server answered /health but never logged ready');
+      await sleep(10);
+    }
   }
   return server;
 }

@@ -252,9 +252,10 @@ int cmd_serve(int argc, char** argv) {
     state.model = model;
     state.scheduler = scheduler.get();
     state.metrics.slots = parallel;
-    state.phase = Phase::ready;
+    // Logged before /health says ready, so a client that saw 200 can find it.
     log.info("ready", {{"model", state.model_id}, {"parallel", parallel}, {"cache_slots", cache_slots},
                        {"ctx", state.limits.n_ctx}, {"engine", desc}, {"auth", !api_key.empty()}});
+    state.phase = Phase::ready;
   } while (false);
 
   if (rc == 0) {
