@@ -45,6 +45,27 @@ inline int32_t load_i32(const void* p) {
   return v;
 }
 
+// Columns are taken in blocks whose activations stay in L2 (a few KB per
+// column) while the row groups pass; within a block, tiles of up to 8
+// columns reuse each block's unpacked weights from registers (8 measured faster
+// than 4 or 6: the unpacking is paid once instead of twice). Tiles of two
+// groups hold twice the weights, so they take up to 4 columns (5 or more
+// spill registers).
+constexpr int kColTile = 8;
+constexpr int kColTile2 = 4;
+constexpr int kColBlock = 32;
+
+// The second column tile of a group (columns c0.. of a block) reads the
+// group's weights from cache, where the first tile left them; it prefetches
+// the next tile's groups into L2 instead of its own stream, or the first
+// tile of every group would start on DRAM with only its own prefetch
+// distance in flight. Further tiles (9 or more columns) find the next
+// groups in L2 already.
+template <int kTile>
+constexpr bool second_col_tile(int c0) {
+  return c0 % kColBlock > 0 && c0 % kColBlock <= kTile;
+}
+
 // How far ahead of the current block the weight stream is prefetched.
 // With DRAM-resident weights a tile must prefetch well ahead, or the first
 // tile of a group waits on DRAM at every block. With all cores streaming,
@@ -115,6 +136,18 @@ struct PackedTile {
   // per row, which matters where the multiply pipes bind (in cache).
   template <int NG, int C>
   void run_groups(int g, int c0, int span) const {
+    if constexpr (C == 1 || kFewStream) {
+      run_groups<NG, C, false>(g, c0, span);
+    } else {
+      if (second_col_tile<NG == 1 ? kColTile : kColTile2>(c0))
+        run_groups<NG, C, true>(g, c0, span);
+      else
+        run_groups<NG, C, false>(g, c0, span);
+    }
+  }
+  // kNext: prefetch the groups of the next tile (second_col_tile).
+  template <int NG, int C, bool kNext>
+  void run_groups(int g, int c0, int span) const {
     const uint8_t* grp[NG];
     for (int i = 0; i < NG; ++i) grp[i] = w + static_cast<size_t>(g + i * span) * w_stride;
     const uint8_t* qs[C];
@@ -141,8 +174,13 @@ struct PackedTile {
           // One column: P's scheme, per stream (P.streams of them, in runs).
           if ((b & 1) == 0) stream_prefetch<P, kPairBytes>(grp[i] + pair_off, b >> 1);
         } else if ((b & 1) == 0) {
-          // Once per pair, its lines ahead in the same stream.
-          prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride, span));
+          if constexpr (kNext) {
+            // Neighbour streams (span 1) continue NG groups on, runs one.
+            prefetch_bytes<kPairBytes, _MM_HINT_T1>(grp[i] + (span == 1 ? NG : 1) * w_stride + pair_off);
+          } else {
+            // Once per pair, its lines ahead in the same stream.
+            prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<NG>(pair_off, prefetch_distance<NG, C>(), w_stride, span));
+          }
         }
         const uint8_t* sl = pair + slice_off;
         if constexpr (T == TensorType::Q4_0) {
@@ -214,16 +252,6 @@ struct PackedTile {
     for (int i = 0; i < NG; ++i) store_group(out, out_stride, nrows, g + i * span, c0, acc[i]);
   }
 };
-
-// Columns are taken in blocks whose activations stay in L2 (a few KB per
-// column) while the row groups pass; within a block, tiles of up to 8
-// columns reuse each block's unpacked weights from registers (8 measured faster
-// than 4 or 6: the unpacking is paid once instead of twice). Tiles of two
-// groups hold twice the weights, so they take up to 4 columns (5 or more
-// spill registers).
-constexpr int kColTile = 8;
-constexpr int kColTile2 = 4;
-constexpr int kColBlock = 32;
 
 template <int kTile, typename Tile>
 void drive(const Tile& t, int nrows, int ncols) {
