@@ -234,6 +234,18 @@ TEST_CASE("a variant displaces the default only when clearly faster in every rou
   CHECK_FALSE(plan_variant_wins({}, {1.0}, 0.03));
 }
 
+TEST_CASE("column counts map to the plan's classes, two columns a class of its own", "[plan]") {
+  using kernels::ColClass;
+  CHECK(kernels::col_class(1) == ColClass::one);
+  CHECK(kernels::col_class(2) == ColClass::two);
+  CHECK(kernels::col_class(3) == ColClass::few);
+  CHECK(kernels::col_class(4) == ColClass::few);
+  CHECK(kernels::col_class(5) == ColClass::batch);
+  CHECK(kernels::col_class(31) == ColClass::batch);
+  CHECK(kernels::col_class(32) == ColClass::prompt);
+  for (int c = 0; c < kernels::kColClasses; ++c) CHECK(kernels::col_class_name(static_cast<ColClass>(c))[0] != '?');
+}
+
 TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
   Opened o = open_with(PlanMode::fixed, "");
   const PlanKey a = make_plan_key(o.model->weights(), 2), b = make_plan_key(o.model->weights(), 1);

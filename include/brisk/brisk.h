@@ -226,7 +226,7 @@ BRISK_API brisk_status brisk_model_describe(const brisk_model *model, char *buf,
 BRISK_API brisk_status brisk_model_weight_type(const brisk_model *model, char *buf, size_t cap, size_t *needed);
 /* The kernel plan in use, as text: where it came from (fixed, measured,
  * cached and the cache file), then one line per weight type with its layout
- * and the kernel of each column class ("1", "2-4", "5-31", "32+") with the
+ * and the kernel of each column class ("1", "2", "3-4", "5-31", "32+") with the
  * weight bytes per second measured for it. For people, not for parsing.
  * Added in ABI 0.5. */
 BRISK_API brisk_status brisk_model_kernel_plan(const brisk_model *model, char *buf, size_t cap, size_t *needed);

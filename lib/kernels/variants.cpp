@@ -13,7 +13,8 @@ namespace brisk::kernels {
 const char* col_class_name(ColClass c) {
   switch (c) {
     case ColClass::one: return "1";
-    case ColClass::few: return "2-4";
+    case ColClass::two: return "2";
+    case ColClass::few: return "3-4";
     case ColClass::batch: return "5-31";
     case ColClass::prompt: return "32+";
   }

@@ -17,13 +17,20 @@
 namespace brisk::kernels {
 
 // Column-count classes the plan chooses a kernel for: decode (1 column),
-// a few sequences (2-4), a batch of sequences (5-31), prompt chunks (32+).
-enum class ColClass : int { one = 0, few = 1, batch = 2, prompt = 3 };
-constexpr int kColClasses = 4;
+// two sequences (2), a few (3-4), a batch of sequences (5-31), prompt
+// chunks (32+). Two columns have a class of their own: the commonest
+// batch, and a width where one weight stream and two per thread trade
+// places from machine to machine.
+enum class ColClass : int { one = 0, two = 1, few = 2, batch = 3, prompt = 4 };
+constexpr int kColClasses = 5;
 constexpr ColClass col_class(int ncols) {
-  return ncols <= 1 ? ColClass::one : ncols <= 4 ? ColClass::few : ncols < 32 ? ColClass::batch : ColClass::prompt;
+  return ncols <= 1    ? ColClass::one
+         : ncols == 2  ? ColClass::two
+         : ncols <= 4  ? ColClass::few
+         : ncols < 32  ? ColClass::batch
+                       : ColClass::prompt;
 }
-const char* col_class_name(ColClass c);  // "1", "2-4", "5-31", "32+"
+const char* col_class_name(ColClass c);  // "1", "2", "3-4", "5-31", "32+"
 
 struct KernelVariant {
   // Stable identifier written into plan caches: "<isa>.<layout>.<type>" for

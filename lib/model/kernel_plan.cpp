@@ -106,18 +106,15 @@ bool packing_disabled() {
   return env && std::strcmp(env, "0") == 0;
 }
 
-// Columns each class is timed with, and how its classes weigh in the choice
-// of a layout (which holds for every class): decode counts most. The 2-4
-// class is timed at 2, its commonest case (two sequences decoding together),
-// and its finalists at 4 as well, each round's two times summed: a kernel
-// that reads 2 columns fast can read 4 slowly, and the class serves both.
-constexpr int kClassCols[kColClasses] = {1, 2, 16, 64};
-constexpr int kFewAlsoCols = 4;
-constexpr double kClassWeight[kColClasses] = {0.4, 0.2, 0.2, 0.2};
-// Weight bytes timed per class: the one-column classes stream from memory as
-// decode does, so they read (up to) the whole type; the compute-bound
-// classes need far less to be timed.
-constexpr uint64_t kClassSampleBytes[kColClasses] = {uint64_t{256} << 20, uint64_t{256} << 20,
+// Columns each class is timed with (the 3-4 class at 4, where a kernel
+// that reads 3 fast but 4 slowly would show), and how the classes weigh in
+// the choice of a layout (which holds for every class): decode counts most.
+constexpr int kClassCols[kColClasses] = {1, 2, 4, 16, 64};
+constexpr double kClassWeight[kColClasses] = {0.4, 0.15, 0.15, 0.15, 0.15};
+// Weight bytes timed per class: the classes of a few columns stream from
+// memory as decode does, so they read (up to) the whole type; the
+// compute-bound classes need far less to be timed.
+constexpr uint64_t kClassSampleBytes[kColClasses] = {uint64_t{256} << 20, uint64_t{256} << 20, uint64_t{256} << 20,
                                                      uint64_t{160} << 20, uint64_t{24} << 20};
 constexpr int kRounds = 3;
 // How much faster than the default a variant (or the other layout, in the
@@ -354,18 +351,7 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
       }
     }
     const auto sample = sample_of(kClassSampleBytes[c], &bytes);
-    auto rounds = timer.time(sample, cands, kClassCols[c], kRounds);
-    if (c == static_cast<int>(ColClass::few) && !rounds.empty()) {
-      const auto more = timer.time(sample, cands, kFewAlsoCols, kRounds);
-      if (!more.empty()) {
-        for (size_t i = 0; i < rounds.size(); ++i) {
-          const size_t n = std::min(rounds[i].size(), more[i].size());
-          rounds[i].resize(n);
-          for (size_t r = 0; r < n; ++r) rounds[i][r] += more[i][r];
-        }
-        bytes *= 2;  // two passes per round
-      }
-    }
+    const auto rounds = timer.time(sample, cands, kClassCols[c], kRounds);
     if (rounds.empty()) {
       if (note->empty()) *note = "time budget reached: some classes keep the default kernels";
       return;

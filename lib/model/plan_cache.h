@@ -15,7 +15,7 @@ namespace brisk {
 
 // Bump when kernels, their variants or how they are measured change enough
 // that old plans mislead.
-constexpr int kPlanVersion = 6;
+constexpr int kPlanVersion = 7;
 
 struct PlanKey {
   std::string json;  // the key as canonical JSON text

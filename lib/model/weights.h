@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/tensor_type.h"
+#include "kernels/variants.h"
 #include "model/config.h"
 
 namespace brisk {
@@ -37,7 +38,7 @@ struct Matrix {
   const uint8_t* file_data = nullptr;  // the rows in the file, while packed
   // The kernel the plan (model/kernel_plan.h) chose for each column class of
   // kernels/variants.h; nullptr: the active ISA's default for the layout.
-  std::array<const kernels::MatmulKernel*, 4> kernels{};
+  std::array<const kernels::MatmulKernel*, kernels::kColClasses> kernels{};
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };
 
