@@ -90,6 +90,30 @@ static inline uint16_t load_u16(const void* p) {
   return v;
 }
 
+// Keeps v in a register. A vector loaded once and used twice (a nibble
+// line's and / andnot) is otherwise folded into both instructions by GCC and
+// loaded twice; where the load ports bind a loop that costs its speed.
+static inline void in_register(__m512i& v) { asm("" : "+v"(v)); }
+
+// The 4-byte group i (0..3) of a 16-byte broadcast, in every 32-bit lane:
+// four activation groups for one load (and four in-lane shuffles) instead of
+// four broadcast loads.
+template <int I>
+static inline __m512i dword_of(__m512i lanes4) {
+  return _mm512_shuffle_epi32(lanes4, static_cast<_MM_PERM_ENUM>(0x55 * I));
+}
+static inline __m512i dword_of(__m512i lanes4, int i) {
+  switch (i & 3) {
+    case 0: return dword_of<0>(lanes4);
+    case 1: return dword_of<1>(lanes4);
+    case 2: return dword_of<2>(lanes4);
+    default: return dword_of<3>(lanes4);
+  }
+}
+static inline __m512i broadcast_16_bytes(const void* p) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+}
+
 // Sum of the 16 floats. The order differs from a scalar loop; callers accept
 // float-rounding differences (the contract asks for tolerance, not bits).
 static inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }

@@ -380,7 +380,8 @@ constexpr StreamPrefetch kQ6KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchByte
 // give each row's integer dot, which one FMA scales by the row's sub-block
 // scale into a per-column float sum; the super-block's d, dmin and the
 // activation's scale and sums finish it once per 256 weights.
-template <StreamPrefetch P = kQ4KOne>
+// kLean (Q4_K and Q6_K): the one-column tile in its lean form (run_one).
+template <StreamPrefetch P = kQ4KOne, bool kLean = false>
 struct Q4KTile : KTile {
   // Sub-block s's 16 row mins as lanes of two int16 halves, min_r in both:
   // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
@@ -508,6 +509,13 @@ struct Q4KTile : KTile {
   // prefetch per 512-byte run, or one much farther ahead, measured slower.
   // Unlike the other one-column tiles it does not touch pages ahead
   // (kernels/prefetch.h): here the touches measured slower.
+  // The lean form (kLean, a variant for the planner) loads each nibble line
+  // once into a register (in_register) instead of folded into both the and
+  // and the andnot, and a sub-block's activation bytes 16 at a time, spread
+  // by shuffles, instead of a broadcast load per 4: with the weights in
+  // cache the load ports bind this loop and the lean form is much faster;
+  // from DRAM, where memory rather than compute binds decode, it measured
+  // slower.
   void run_one(int g, int c0) const {
     const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[1];
@@ -523,12 +531,32 @@ struct Q4KTile : KTile {
         const uint8_t* run = sb + kQ4KNibbles + 512 * j;
         const int8_t* xe = ab.qs + 64 * j;
         __m512i e0 = _mm512_setzero_si512(), e1 = e0, o0 = e0, o1 = e0;
-        _Pragma("GCC unroll 8") for (int m = 0; m < 8; m += 2) {
-          const __m512i q0 = _mm512_loadu_si512(run + 64 * m), q1 = _mm512_loadu_si512(run + 64 * m + 64);
-          e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), _mm512_set1_epi32(load_i32(xe + 4 * m)));
-          e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), _mm512_set1_epi32(load_i32(xe + 4 * m + 4)));
-          o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
-          o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
+        if constexpr (kLean) {
+          _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
+            // Slices 4h..4h+3 and their activation groups for the low and
+            // the high nibbles, one 16-byte load each.
+            const __m512i xl = broadcast_16_bytes(xe + 16 * h), xh = broadcast_16_bytes(xe + 32 + 16 * h);
+            const uint8_t* q = run + 256 * h;
+            __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 64);
+            __m512i q2 = _mm512_loadu_si512(q + 128), q3 = _mm512_loadu_si512(q + 192);
+            in_register(q0), in_register(q1), in_register(q2), in_register(q3);
+            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), dword_of<0>(xl));
+            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), dword_of<1>(xl));
+            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), dword_of<0>(xh));
+            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), dword_of<1>(xh));
+            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q2, lo), dword_of<2>(xl));
+            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q3, lo), dword_of<3>(xl));
+            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q2), dword_of<2>(xh));
+            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q3), dword_of<3>(xh));
+          }
+        } else {
+          _Pragma("GCC unroll 8") for (int m = 0; m < 8; m += 2) {
+            const __m512i q0 = _mm512_loadu_si512(run + 64 * m), q1 = _mm512_loadu_si512(run + 64 * m + 64);
+            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), _mm512_set1_epi32(load_i32(xe + 4 * m)));
+            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), _mm512_set1_epi32(load_i32(xe + 4 * m + 4)));
+            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
+            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
+          }
         }
         const __m512i sce = scales_epi32(sb + kQ4KScales + 32 * j);
         const __m512i sco = scales_epi32(sb + kQ4KScales + 32 * j + 16);
@@ -560,7 +588,7 @@ struct Q4KTile : KTile {
 // each sub-block of 16 (4 slices) gets its own integer dot and its row
 // scale; the -32 offset is removed once per super-block with the
 // activation's sums per 16.
-template <StreamPrefetch P = kQ6KOne>
+template <StreamPrefetch P = kQ6KOne, bool kLean = false>
 struct Q6KTile : KTile {
   // Up to kUnrollCols columns (decode of a few sequences), the sub-block
   // loop unrolled and with shorter dependency chains and nothing through the
@@ -621,6 +649,68 @@ struct Q6KTile : KTile {
       }
     }
     store_group(out, out_stride, nrows, g, c0, acc);
+  }
+
+  // The lean one-column form (kLean, a variant for the planner; otherwise
+  // run_few<1> runs one column): a half's 2-bit line and its two nibble
+  // lines are loaded once for the four runs of 32 they hold (run_few<1>
+  // loads each nibble line twice and each 2-bit line four times), and a
+  // run's activation bytes come as two 16-byte loads rather than eight
+  // broadcasts. Faster where the load ports bind (weights in cache); see
+  // Q4KTile::run_one on DRAM.
+  void run_one(int g, int c0) const
+    requires kLean
+  {
+    const uint8_t* grp = group(g);
+    const quant::BlockQ8_K* a[1];
+    columns(c0, a);
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
+      const quant::BlockQ8_K& ab = a[0][b];
+      stream_prefetch<P, kQ6KSuperBytes>(sb, b);
+      __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
+      __m512i offs = _mm512_setzero_si512();
+      _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
+        // Runs u = 4h..4h+3; ia / ib: their sub-blocks of 16 (slices 0-3, 4-7).
+        __m512i ia[4], ib[4], x[4][2];
+        for (int i = 0; i < 4; ++i) {
+          ia[i] = ib[i] = _mm512_setzero_si512();
+          x[i][0] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i));
+          x[i][1] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i) + 16);
+        }
+        _Pragma("GCC unroll 8") for (int m = 0; m < 8; ++m) {
+          __m512i l0 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h, m));
+          __m512i l1 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h + 1, m));
+          __m512i hi = _mm512_loadu_si512(sb + q6k_hi_offset(h, m));
+          in_register(l0), in_register(l1), in_register(hi);
+          const __m512i w[4] = {
+              _mm512_ternarylogic_epi32(_mm512_and_si512(l0, nib), _mm512_slli_epi16(hi, 4), two, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), nib), _mm512_slli_epi16(hi, 2), two, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(l1, nib), hi, two, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), nib), _mm512_srli_epi16(hi, 2), two, 0xF8)};
+          for (int i = 0; i < 4; ++i) {
+            const __m512i xv = dword_of(x[i][m / 4], m);
+            if (m < 4) ia[i] = _mm512_dpbusd_epi32(ia[i], w[i], xv); else ib[i] = _mm512_dpbusd_epi32(ib[i], w[i], xv);
+          }
+        }
+        for (int i = 0; i < 4; ++i) {
+          const int u = 4 * h + i;
+          const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 32 * u));
+          const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 48 + 32 * u));
+          t0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s0)), t0);
+          t1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s1)), t1);
+          const __m512i sw = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
+          offs = _mm512_dpwssd_epi32(offs, sw, _mm512_set1_epi32(load_i32(ab.bsums + 2 * u)));
+        }
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
+      const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), _mm512_cvtepi32_ps(offs), _mm512_add_ps(t0, t1));
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc);
+    }
+    const __m512 r[1] = {acc};
+    store_group(out, out_stride, nrows, g, c0, r);
   }
 
   template <int C>
@@ -740,6 +830,7 @@ constexpr KernelVariant kQ4KVariants[] = {
     k_one<Q4KTile<kT1Far>>("avx512.packed.q4_k.t1.far"),
     k_one<Q4KTile<kHw>>("avx512.packed.q4_k.hw"),
     k_one<Q4KTile<kTouch>>("avx512.packed.q4_k.touch"),
+    k_one<Q4KTile<kQ4KOne, true>>("avx512.packed.q4_k.lean"),
 };
 constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<kT0>>("avx512.packed.q6_k.t0"),
@@ -749,6 +840,7 @@ constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<kT1Far>>("avx512.packed.q6_k.t1.far"),
     k_one<Q6KTile<kHw>>("avx512.packed.q6_k.hw"),
     k_one<Q6KTile<kTouch>>("avx512.packed.q6_k.touch"),
+    k_one<Q6KTile<kQ6KOne, true>>("avx512.packed.q6_k.lean"),
 };
 
 template <size_t N>
