@@ -49,10 +49,12 @@ inline int32_t load_i32(const void* p) {
 // column) while the row groups pass; within a block, tiles of up to 8
 // columns reuse each block's unpacked weights from registers (8 measured faster
 // than 4 or 6: the unpacking is paid once instead of twice). Tiles of two
-// groups hold twice the weights, so they take up to 4 columns (5 or more
-// spill registers).
+// groups of 1-2 columns (kColTile2: up to 4) hold the block's unpacked
+// weights in registers; from 3 columns they run slice-major
+// (PackedTile::run_pair_wide) in tiles of up to kColTileWide.
 constexpr int kColTile = 8;
 constexpr int kColTile2 = 4;
+constexpr int kColTileWide = 8;
 constexpr int kColBlock = 32;
 
 // The second column tile of a group (columns c0.. of a block) reads the
@@ -142,7 +144,7 @@ struct PackedTile {
     if constexpr (C == 1 || kFewStream) {
       run_groups<NG, C, false>(g, c0, span);
     } else {
-      if (next_tiles && second_col_tile<NG == 1 ? kColTile : kColTile2>(c0))
+      if (next_tiles && second_col_tile<NG == 1 ? kColTile : kColTileWide>(c0))
         run_groups<NG, C, true>(g, c0, span);
       else
         run_groups<NG, C, false>(g, c0, span);
@@ -151,6 +153,93 @@ struct PackedTile {
   // kNext: prefetch the groups of the next tile (second_col_tile).
   template <int NG, int C, bool kNext>
   void run_groups(int g, int c0, int span) const {
+    if constexpr (NG == 2 && C > 2)
+      run_pair_wide<C, kNext>(g, c0, span);
+    else
+      run_groups_narrow<NG, C, kNext>(g, c0, span);
+  }
+
+  // Two groups times 3 to kColTileWide columns (batches of sequences,
+  // prompt blocks), slice-major: each slice's unpacked weights feed every
+  // column before the next slice is loaded, so only the columns' integer
+  // dots and float sums stay in registers, not a block's 16 unpacked
+  // vectors, and one tile takes 8 columns where the register-resident form
+  // (run_groups_narrow) fits 4: the weights are unpacked half as often (5
+  // columns: once, not for a 3 + 2 split). At 8 columns the float sums
+  // spill, once per block; that measured faster still than 4 + 4. At 2
+  // columns the register-resident form is faster.
+  // kNext: as run_groups_narrow.
+  template <int C, bool kNext>
+  void run_pair_wide(int g, int c0, int span) const {
+    static_assert(T == TensorType::Q4_0 || T == TensorType::Q8_0);
+    const uint8_t* grp[2] = {w + static_cast<size_t>(g) * w_stride, w + static_cast<size_t>(g + span) * w_stride};
+    const uint8_t* qs[C];
+    const float* ad[C];
+    const int32_t* as[C];
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* col = act + static_cast<size_t>(c0 + c) * act_stride;
+      qs[c] = col + 2;
+      ad[c] = reinterpret_cast<const float*>(col + sums_off);
+      as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
+    }
+    __m512 acc[2][C];
+    for (int i = 0; i < 2; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t pair_off = static_cast<size_t>(b >> 1) * kPairBytes;
+      const size_t slice_off = 64 + static_cast<size_t>(b & 1) * kSlices * 64;
+      if ((b & 1) == 0) {
+        for (int i = 0; i < 2; ++i) {
+          if constexpr (kNext)
+            prefetch_bytes<kPairBytes, _MM_HINT_T1>(grp[i] + (span == 1 ? 2 : 1) * w_stride + pair_off);
+          else
+            prefetch_bytes<kPairBytes>(grp[i] + prefetch_offset<2>(pair_off, prefetch_distance<2, C>(), w_stride, span));
+        }
+      }
+      __m512i dot[2][C];
+      for (int c = 0; c < C; ++c) {
+        const __m512i offset = _mm512_set1_epi32(-(as[c][b] << Traits<T>::kShift));
+        dot[0][c] = dot[1][c] = offset;
+      }
+      for (int m = 0; m < kSlices; ++m) {
+        // Q4_0: slice m's low nibbles pair with activation bytes 4m.., its
+        // high nibbles with 16 + 4m..; Q8_0: slice m with 4m...
+        __m512i lo[2], hi[2];
+        for (int i = 0; i < 2; ++i) {
+          const __m512i q = _mm512_loadu_si512(grp[i] + pair_off + slice_off + 64 * m);
+          if constexpr (T == TensorType::Q4_0) {
+            lo[i] = _mm512_and_si512(q, nib);
+            hi[i] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+          } else {
+            lo[i] = q;
+          }
+        }
+        for (int c = 0; c < C; ++c) {
+          const uint8_t* a = qs[c] + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+          const __m512i x0 = _mm512_set1_epi32(load_i32(a + 4 * m));
+          for (int i = 0; i < 2; ++i) dot[i][c] = _mm512_dpbusd_epi32(dot[i][c], lo[i], x0);
+          if constexpr (T == TensorType::Q4_0) {
+            const __m512i x1 = _mm512_set1_epi32(load_i32(a + 16 + 4 * m));
+            for (int i = 0; i < 2; ++i) dot[i][c] = _mm512_dpbusd_epi32(dot[i][c], hi[i], x1);
+          }
+        }
+      }
+      __m512 dw[2];
+      for (int i = 0; i < 2; ++i)
+        dw[i] = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp[i] + pair_off + static_cast<size_t>(b & 1) * 32)));
+      for (int c = 0; c < C; ++c) {
+        const __m512 da = _mm512_set1_ps(ad[c][b]);
+        for (int i = 0; i < 2; ++i)
+          acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i][c]), _mm512_mul_ps(dw[i], da), acc[i][c]);
+      }
+    }
+    for (int i = 0; i < 2; ++i) store_group(out, out_stride, nrows, g + i * span, c0, acc[i]);
+  }
+
+  template <int NG, int C, bool kNext>
+  void run_groups_narrow(int g, int c0, int span) const {
     const uint8_t* grp[NG];
     for (int i = 0; i < NG; ++i) grp[i] = w + static_cast<size_t>(g + i * span) * w_stride;
     const uint8_t* qs[C];
@@ -267,17 +356,19 @@ void drive(const Tile& t, int nrows, int ncols) {
 
 // As drive, with row groups in pairs when there are 2 to max_pair_cols
 // columns. Two streams per thread keep more DRAM reads in flight than one.
-// One column reads one stream (kQOne). Q8_0 from 3 columns on does
+// One column reads one stream (kQOne). Q8_0 from 8 columns on does
 // better with one group and 8-column tiles: its weights need no unpacking,
-// so the wider tile loses nothing and reads the weights once. The K-quant
-// tiles stay at one group: Q4_K in pairs measured slower.
+// so the wider tile loses nothing and reads the weights once; below that
+// its pairs of groups (each broadcast feeding two) measured faster. The
+// K-quant tiles stay at one group: Q4_K in pairs measured slower.
 template <typename Tile>
 void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   if (ncols == 1 || ncols > max_pair_cols) return drive<kColTile>(t, nrows, ncols);
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   for (int cb = 0; cb < ncols; cb += kColBlock) {
     const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
-    const int g = for_each_stream_tile<2, kColTile2>(t, 0, ngroups, cb, n, false);
+    const int g = n > 2 ? for_each_stream_tile<2, kColTileWide>(t, 0, ngroups, cb, n, false)
+                        : for_each_stream_tile<2, kColTile2>(t, 0, ngroups, cb, n, false);
     if (g < ngroups) for_each_col_tile<kColTile>(t, g, cb, n);
   }
 }
@@ -307,7 +398,7 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
     }
     if (kFewStream) return drive<kColTile>(t, nrows, ncols);
   }
-  drive_pairs(t, nrows, ncols, T == TensorType::Q4_0 ? INT_MAX : 2);
+  drive_pairs(t, nrows, ncols, T == TensorType::Q4_0 ? INT_MAX : kColTileWide - 1);
 }
 
 // The default Q4_0 / Q8_0 kernels: a few columns (2 to kFewStreamMaxCols,
