@@ -76,6 +76,7 @@ void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int nrows, const void*
 // The packed kernels' variants beyond the default tables (kernels/variants.h):
 // *n entries (matmul_packed.cpp, matmul_packed_float.cpp).
 const KernelVariant* packed_decode_variants(TensorType t, int* n);
+const KernelVariant* packed_k_decode_variants(TensorType t, int* n);  // matmul_packed_k.cpp
 const KernelVariant* packed_float_decode_variants(TensorType t, int* n);
 
 // fp16 <-> f32 with F16C: bit-exact with core/fp16.h for every non-NaN value

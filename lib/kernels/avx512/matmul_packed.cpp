@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// AVX-512 VNNI kernels over packed Q4_0 / Q8_0 / Q4_K / Q6_K weights (layout: packed.h).
+// AVX-512 VNNI kernels over packed Q4_0 / Q8_0 weights (layout: packed.h);
+// the K-quants' are in matmul_packed_k.cpp.
 //
 // A tile is one 16-row group times up to 8 activation columns. Per block,
 // the group's weights become 8 vectors W[j] whose 32-bit slot r holds row r's
@@ -39,23 +40,11 @@ struct Traits<TensorType::Q8_0> {
   static constexpr int kShift = 7;  // offset 128
 };
 
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-// Columns are taken in blocks whose activations stay in L2 (a few KB per
-// column) while the row groups pass; within a block, tiles of up to 8
-// columns reuse each block's unpacked weights from registers (8 measured faster
-// than 4 or 6: the unpacking is paid once instead of twice). Tiles of two
-// groups of 1-2 columns (kColTile2: up to 4) hold the block's unpacked
-// weights in registers; from 3 columns they run slice-major
+// Tiles of two groups of 1-2 columns (kColTile2: up to 4) hold the block's
+// unpacked weights in registers; from 3 columns they run slice-major
 // (PackedTile::run_pair_wide) in tiles of up to kColTileWide.
-constexpr int kColTile = 8;
 constexpr int kColTile2 = 4;
 constexpr int kColTileWide = 8;
-constexpr int kColBlock = 32;
 
 // The second column tile of a group (columns c0.. of a block) reads the
 // group's weights from cache, where the first tile left them; below
@@ -79,29 +68,6 @@ template <int NG, int C>
 constexpr size_t prefetch_distance() {
   return C == 1 || NG > 1 ? kPrefetchBytes : 4 * kPrefetchBytes;
 }
-
-// One column (decode) reads one stream per thread as fast as memory allows;
-// how to prefetch it is a machine's matter (hardware prefetchers, miss
-// buffers, the hypervisor's paging), so each scheme below is a kernel of its
-// own that the planner can time (kernels/variants.h, end of file). Steps are
-// Q4_0/Q8_0 pairs of blocks and K-quant super-blocks. With two or more
-// columns a tile prefetches a pair's lines per pair (prefetch_distance).
-constexpr int kD = static_cast<int>(kPrefetchBytes);
-constexpr StreamPrefetch kT0{1, _MM_HINT_T0, kD, 0, 0, 1};          // a step's lines per step, into L1
-constexpr StreamPrefetch kT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 1};  //   half as far
-constexpr StreamPrefetch kT0Touch{1, _MM_HINT_T0, kD, 1, kD, 1};    //   and the pages ahead
-constexpr StreamPrefetch kT0FarTouch{1, _MM_HINT_T0, 2 * kD, 1, kD, 1};  //   twice as far, and the pages
-constexpr StreamPrefetch kT1{1, _MM_HINT_T1, kD, 0, 0, 1};          // into L2 only
-constexpr StreamPrefetch kT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 1};   //   4 times as far
-constexpr StreamPrefetch kHw{0, _MM_HINT_T0, 0, 0, 0, 1};           // the hardware prefetchers alone
-constexpr StreamPrefetch kTouch{0, _MM_HINT_T0, 0, 1, kD, 1};       // page touches alone
-constexpr StreamPrefetch kRunsT0{1, _MM_HINT_T0, kD, 0, 0, 2};      // two runs per thread, T0
-constexpr StreamPrefetch kRunsT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 2};
-constexpr StreamPrefetch kRunsT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 2};
-// Every kBurstPairs pairs, the next kBurstPairs pairs' lines non-temporal
-// (prefetchnta, the lines are read once) and their pages.
-constexpr int kBurstPairs = 4;
-constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, kD, kBurstPairs, kD, 1};
 
 // The one-column defaults, which a plan keeps unless a variant measures
 // clearly faster. Q4_0 needs compute for every line it reads (unpacking,
@@ -345,15 +311,6 @@ struct PackedTile {
   }
 };
 
-template <int kTile, typename Tile>
-void drive(const Tile& t, int nrows, int ncols) {
-  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-  for (int cb = 0; cb < ncols; cb += kColBlock) {
-    const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
-    for (int g = 0; g < ngroups; ++g) for_each_col_tile<kTile>(t, g, cb, n);
-  }
-}
-
 // As drive, with row groups in pairs when there are 2 to max_pair_cols
 // columns. Two streams per thread keep more DRAM reads in flight than one.
 // One column reads one stream (kQOne). Q8_0 from 8 columns on does
@@ -414,410 +371,6 @@ void gemm_q_default(int64_t k, const void* w, size_t w_stride, int nrows, const 
   gemm_packed<T>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 
-// What the K-quant tiles share: 256-weight super-blocks against Q8_K columns.
-//
-// Few columns (decode) run run_few: the loop over a super-block's 8
-// sub-blocks (Q4_K) or 8 runs of 32 (Q6_K) unrolled, short dependency
-// chains, nothing through the stack; rolled, GCC keeps the choice of shift
-// as branches per iteration; unrolled measured faster where compute binds.
-// Q4_K's single column has its own form (Q4KTile::run_one), where run_few
-// measured slower than a rolled loop.
-// From 5 columns on (prompt tiles of 8, batches of sequences) both run
-// run_few once per 4 columns, which measured faster than a rolled loop over
-// all the tile's columns.
-constexpr int kUnrollCols = 4;
-
-struct KTile {
-  int64_t nsb;
-  const uint8_t* w;
-  size_t w_stride;
-  int nrows;
-  const uint8_t* act;
-  size_t act_stride;
-  float* out;
-  size_t out_stride;
-
-  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
-  template <int C>
-  void columns(int c0, const quant::BlockQ8_K* (&a)[C]) const {
-    for (int c = 0; c < C; ++c)
-      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
-  }
-};
-
-// The column forms of a K-quant tile: one column its run_one where it has
-// one (Q4_K), up to kUnrollCols run_few, wider tiles (prompts) run_few in
-// pieces (see above).
-template <int C, class Tile>
-void run_k_tile(const Tile& t, int g, int c0) {
-  if constexpr (C == 1 && requires { t.run_one(g, c0); }) {
-    t.run_one(g, c0);
-  } else if constexpr (C <= kUnrollCols) {
-    t.template run_few<C>(g, c0);
-  } else {
-    t.template run_few<kUnrollCols>(g, c0);
-    run_k_tile<C - kUnrollCols>(t, g, c0 + kUnrollCols);
-  }
-}
-
-// The K-quant one-column tiles' default prefetch: each super-block's lines
-// non-temporal 4.5 KB ahead, Q6_K's with page touches too (see
-// Q4KTile::run_one).
-constexpr StreamPrefetch kQ4KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), 0, 0, 1};
-constexpr StreamPrefetch kQ6KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), 1,
-                                 static_cast<int>(kPrefetchBytes), 1};
-
-// Q4_K super-blocks (packed.h). Per sub-block of 32: 8 vpdpbusd per column
-// give each row's integer dot, which one FMA scales by the row's sub-block
-// scale into a per-column float sum; the super-block's d, dmin and the
-// activation's scale and sums finish it once per 256 weights.
-// kLean (Q4_K and Q6_K): the one-column tile in its lean form (run_one).
-template <StreamPrefetch P = kQ4KOne, bool kLean = false>
-struct Q4KTile : KTile {
-  // Sub-block s's 16 row mins as lanes of two int16 halves, min_r in both:
-  // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
-  // min_r x (bsum 2s + bsum 2s+1). A min is split in the layout (packed.h):
-  // its low 4 bits in a nibble at kQ4KMinsLow, its top 2 in bits 6-7 of
-  // the scale byte. (Forced inline: as a call, the 4-column run_few is far slower.)
-  __attribute__((always_inline)) static __m512i mins_both_halves(const uint8_t* sb, int s) {
-    // Lane bytes 4j and 4j+2 take byte j of the row's 16, the others zero.
-    const __m512i dup_idx = _mm512_set_epi32(
-        0x800F800F, 0x800E800E, 0x800D800D, 0x800C800C, 0x800B800B, 0x800A800A, 0x80098009, 0x80088008,
-        0x80078007, 0x80068006, 0x80058005, 0x80048004, 0x80038003, 0x80028002, 0x80018001, 0x80008000);
-    const auto rows16 = [&](size_t off) {
-      return _mm512_shuffle_epi8(
-          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + off))), dup_idx);
-    };
-    __m512i low = rows16(kQ4KMinsLow + 16 * (s / 2));            // 16-bit halves: the byte of nibbles
-    if (s % 2) low = _mm512_srli_epi16(low, 4);
-    const __m512i top = _mm512_srli_epi16(rows16(kQ4KScales + 16 * s), 2);  // bits 4-5: the min's top bits
-    // Bits 0-3 from low, the rest from top (top < 64: bits 4-5 only).
-    return _mm512_ternarylogic_epi32(top, low, _mm512_set1_epi16(0x0F), 0xD8);
-  }
-  // The mins of sub-blocks 2j and 2j + 1 as the two int16 halves of each
-  // row's lane, so that one vpdpwssd against the activation's sums per 32
-  // of those sub-blocks gives the row's mins term for both. A min is split
-  // in the layout (packed.h): rawe and rawo are the two sub-blocks' scale
-  // bytes as int32 lanes, whose bits 6-7 are the mins' top bits; the byte at
-  // kQ4KMinsLow + 16j holds both mins' low 4 bits. Half the unpacking and
-  // half the vpdpwssd of a min per sub-block. (Forced inline, as the other
-  // helpers: as calls, the 4-column run_few is far slower.)
-  __attribute__((always_inline)) static __m512i mins_pair(const uint8_t* sb, int j, __m512i rawe, __m512i rawo) {
-    const __m512i lo = u8_epi32(sb + kQ4KMinsLow + 16 * j);
-    // (lo | lo << 12) & 0x000F000F: low nibble to bits 0-3, high nibble to 16-19.
-    const __m512i low = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(lo, 12), _mm512_set1_epi32(0x000F000F), 0xA8);
-    // Top bits: rawe's 6-7 to 4-5, rawo's 6-7 to 20-21.
-    const __m512i top = _mm512_ternarylogic_epi32(_mm512_srli_epi32(rawe, 2), _mm512_slli_epi32(rawo, 14),
-                                                  _mm512_set1_epi32(0x00300030), 0xA8);
-    return _mm512_or_si512(low, top);
-  }
-  __attribute__((always_inline)) static __m512i u8_epi32(const uint8_t* p) {
-    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  // Sub-block scales: the scale bytes of 16 rows at off, as int32 lanes, without the min's bits.
-  __attribute__((always_inline)) static __m512i scales_epi32(const uint8_t* p) {
-    return _mm512_and_si512(u8_epi32(p), _mm512_set1_epi32(63));
-  }
-
-  // 2 to kUnrollCols columns (decode of a few sequences), as Q6KTile's:
-  // unrolled, two float sums per column, nothing through the stack. The high
-  // nibbles are used in place (q & 0xF0 is 16 x the weight) with 1/16 folded
-  // into their sub-block scale: one and instead of a shift and an and. The
-  // mins term is integer: after each odd sub-block, one vpdpwssd per column
-  // of mins_pair against the column's sums per 32 of the two sub-blocks
-  // (vphaddw of its sums per 16 once per super-block, kept in a register:
-  // broadcast from the stack instead, it measured slower at 3 columns).
-  template <int C>
-  void run_few(int g, int c0) const {
-    const uint8_t* grp = group(g);
-    const quant::BlockQ8_K* a[C];
-    columns(c0, a);
-    __m512 acc[C], accm[C];
-    for (int c = 0; c < C; ++c) acc[c] = accm[c] = _mm512_setzero_ps();
-    const __m512i lo = _mm512_set1_epi8(0x0F);
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      prefetch_weights<C, kQ4KSuperBytes>(sb + kPrefetchBytes);
-      __m512 t0[C], t1[C];
-      __m512i mn_acc[C];
-      __m512i b32[C];  // sums per 32 (sub-blocks 2j, 2j + 1 in word j of every 128-bit lane)
-      for (int c = 0; c < C; ++c) {
-        t0[c] = t1[c] = _mm512_setzero_ps(), mn_acc[c] = _mm512_setzero_si512();
-        const auto* bs = reinterpret_cast<const __m128i*>(a[c][b].bsums);
-        b32[c] = _mm512_broadcast_i32x4(_mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1)));
-      }
-      _Pragma("GCC unroll 8") for (int s = 0; s < 8; ++s) {
-        const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
-        __m512i i0[C], i1[C];
-        for (int c = 0; c < C; ++c) i0[c] = i1[c] = _mm512_setzero_si512();
-        for (int m = 0; m < 8; ++m) {
-          const __m512i q = _mm512_loadu_si512(run + 64 * m);
-          const __m512i w = s % 2 ? _mm512_andnot_si512(lo, q) : _mm512_and_si512(q, lo);
-          for (int c = 0; c < C; ++c) {
-            const __m512i x = _mm512_set1_epi32(load_i32(a[c][b].qs + 32 * s + 4 * m));
-            if (m % 2) i1[c] = _mm512_dpbusd_epi32(i1[c], w, x); else i0[c] = _mm512_dpbusd_epi32(i0[c], w, x);
-          }
-        }
-        __m512 sc = _mm512_cvtepi32_ps(scales_epi32(sb + kQ4KScales + 16 * s));
-        if (s % 2) sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / 16));
-        for (int c = 0; c < C; ++c) {
-          const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(i0[c], i1[c]));
-          if (s % 2) t1[c] = _mm512_fmadd_ps(dot, sc, t1[c]); else t0[c] = _mm512_fmadd_ps(dot, sc, t0[c]);
-        }
-        if (s % 2) {
-          // The mins of sub-blocks s - 1 and s together (mins_pair).
-          const __m512i mn = mins_pair(sb, s / 2, u8_epi32(sb + kQ4KScales + 16 * (s - 1)),
-                                       u8_epi32(sb + kQ4KScales + 16 * s));
-          const auto word = static_cast<_MM_PERM_ENUM>(0x55 * (s / 2));
-          for (int c = 0; c < C; ++c)
-            mn_acc[c] = _mm512_dpwssd_epi32(mn_acc[c], mn, _mm512_shuffle_epi32(b32[c], word));
-        }
-      }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
-      for (int c = 0; c < C; ++c) {
-        const __m512 da = _mm512_set1_ps(a[c][b].d);
-        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_add_ps(t0[c], t1[c]), acc[c]);
-        accm[c] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(mn_acc[c]), accm[c]);
-      }
-    }
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_sub_ps(acc[c], accm[c]);
-    store_group(out, out_stride, nrows, g, c0, acc);
-  }
-
-  // One column (decode). Each 64-byte load of nibbles feeds both its
-  // sub-blocks (low nibbles 2j, high nibbles 2j+1 used in place as 16 x the
-  // weight); the sub-block scales multiply the integer dots in integers
-  // (vpmulld), so the float work is one convert and FMA per super-block
-  // rather than per sub-block. Bounds: a sub-block dot is at most
-  // 32 x 15 x 128 = 61440 in magnitude, times a 6-bit scale, times 16 for
-  // the high nibbles, summed over 4 sub-blocks: 2.5e8, well inside int32.
-  // The mins stay one per sub-block (mins_both_halves): run_few's pair form,
-  // faster with the weights in L2, decoded slower from DRAM.
-  // This form reads faster than a rolled loop where compute binds (weights
-  // in L2, a shared core); from DRAM the two are alike. Its prefetch (and
-  // Q6_K's at one column) is non-temporal, which measured faster than T0; a
-  // prefetch per 512-byte run, or one much farther ahead, measured slower.
-  // Unlike the other one-column tiles it does not touch pages ahead
-  // (kernels/prefetch.h): here the touches measured slower.
-  // The lean form (kLean, a variant for the planner) loads each nibble line
-  // once into a register (in_register) instead of folded into both the and
-  // and the andnot, and a sub-block's activation bytes 16 at a time, spread
-  // by shuffles, instead of a broadcast load per 4: with the weights in
-  // cache the load ports bind this loop and the lean form is much faster;
-  // from DRAM, where memory rather than compute binds decode, it measured
-  // slower.
-  void run_one(int g, int c0) const {
-    const uint8_t* grp = group(g);
-    const quant::BlockQ8_K* a[1];
-    columns(c0, a);
-    __m512 acc = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
-    const __m512i lo = _mm512_set1_epi8(0x0F);
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      const quant::BlockQ8_K& ab = a[0][b];
-      stream_prefetch<P, kQ4KSuperBytes>(sb, b);
-      __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
-      _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
-        const uint8_t* run = sb + kQ4KNibbles + 512 * j;
-        const int8_t* xe = ab.qs + 64 * j;
-        __m512i e0 = _mm512_setzero_si512(), e1 = e0, o0 = e0, o1 = e0;
-        if constexpr (kLean) {
-          _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
-            // Slices 4h..4h+3 and their activation groups for the low and
-            // the high nibbles, one 16-byte load each.
-            const __m512i xl = broadcast_16_bytes(xe + 16 * h), xh = broadcast_16_bytes(xe + 32 + 16 * h);
-            const uint8_t* q = run + 256 * h;
-            __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 64);
-            __m512i q2 = _mm512_loadu_si512(q + 128), q3 = _mm512_loadu_si512(q + 192);
-            in_register(q0), in_register(q1), in_register(q2), in_register(q3);
-            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), dword_of<0>(xl));
-            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), dword_of<1>(xl));
-            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), dword_of<0>(xh));
-            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), dword_of<1>(xh));
-            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q2, lo), dword_of<2>(xl));
-            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q3, lo), dword_of<3>(xl));
-            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q2), dword_of<2>(xh));
-            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q3), dword_of<3>(xh));
-          }
-        } else {
-          _Pragma("GCC unroll 8") for (int m = 0; m < 8; m += 2) {
-            const __m512i q0 = _mm512_loadu_si512(run + 64 * m), q1 = _mm512_loadu_si512(run + 64 * m + 64);
-            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), _mm512_set1_epi32(load_i32(xe + 4 * m)));
-            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), _mm512_set1_epi32(load_i32(xe + 4 * m + 4)));
-            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
-            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
-          }
-        }
-        const __m512i sce = scales_epi32(sb + kQ4KScales + 32 * j);
-        const __m512i sco = scales_epi32(sb + kQ4KScales + 32 * j + 16);
-        even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), sce));
-        odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), sco));
-        for (int h = 0; h < 2; ++h)
-          mins = _mm512_dpwssd_epi32(mins, mins_both_halves(sb, 2 * j + h),
-                                     _mm512_set1_epi32(load_i32(ab.bsums + 4 * j + 2 * h)));
-      }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
-      const __m512 da = _mm512_set1_ps(ab.d);
-      const __m512i dot = _mm512_add_epi32(even, _mm512_srai_epi32(odd, 4));
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(dot), acc);
-      accm = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(mins), accm);
-    }
-    const __m512 r[1] = {_mm512_sub_ps(acc, accm)};
-    store_group(out, out_stride, nrows, g, c0, r);
-  }
-
-  template <int C>
-  void run(int g, int c0) const {
-    run_k_tile<C>(*this, g, c0);
-  }
-};
-
-// Q6_K super-blocks (packed.h): per 32 weights, the 8 slice vectors are
-// rebuilt from nibble slices and 2-bit slices (unsigned q, value q - 32);
-// each sub-block of 16 (4 slices) gets its own integer dot and its row
-// scale; the -32 offset is removed once per super-block with the
-// activation's sums per 16.
-template <StreamPrefetch P = kQ6KOne, bool kLean = false>
-struct Q6KTile : KTile {
-  // Up to kUnrollCols columns (decode of a few sequences), the sub-block
-  // loop unrolled and with shorter dependency chains and nothing through the
-  // stack: two float sums per column (even and odd sub-blocks of 16) instead
-  // of one, scales converted where they are used, and the -32 offset summed
-  // in integers: row r's scales of sub-blocks 2u and 2u+1 as the two 16-bit
-  // halves of lane r make one vpdpwssd against the activation's bsums 2u and
-  // 2u+1.
-  template <int C>
-  void run_few(int g, int c0) const {
-    const uint8_t* grp = group(g);
-    const quant::BlockQ8_K* a[C];
-    columns(c0, a);
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-    const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      if constexpr (C == 1)
-        stream_prefetch<P, kQ6KSuperBytes>(sb, b);
-      else
-        prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
-      __m512 t0[C], t1[C];
-      __m512i offs[C];
-      for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), offs[c] = _mm512_setzero_si512();
-      _Pragma("GCC unroll 8") for (int u = 0; u < 8; ++u) {
-        const int s2 = u % 4;
-        __m512i ia[C], ib[C];
-        for (int c = 0; c < C; ++c) ia[c] = ib[c] = _mm512_setzero_si512();
-        for (int m = 0; m < 8; ++m) {
-          const __m512i l = _mm512_loadu_si512(sb + q6k_lo_offset(u / 2, m));
-          const __m512i h = _mm512_loadu_si512(sb + q6k_hi_offset(u / 4, m));
-          const __m512i low = _mm512_and_si512(u % 2 ? _mm512_srli_epi16(l, 4) : l, nib);
-          const __m512i top = s2 == 0 ? _mm512_slli_epi16(h, 4) : s2 == 1 ? _mm512_slli_epi16(h, 2)
-                              : s2 == 2 ? h : _mm512_srli_epi16(h, 2);
-          const __m512i w = _mm512_ternarylogic_epi32(low, top, two, 0xF8);  // low | (top & 0x30)
-          for (int c = 0; c < C; ++c) {
-            const __m512i x = _mm512_set1_epi32(load_i32(a[c][b].qs + 32 * u + 4 * (m % 4) + 16 * (m / 4)));
-            if (m < 4) ia[c] = _mm512_dpbusd_epi32(ia[c], w, x); else ib[c] = _mm512_dpbusd_epi32(ib[c], w, x);
-          }
-        }
-        const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 32 * u));
-        const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 48 + 32 * u));
-        const __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s0)), f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s1));
-        // Row r's scales of sub-blocks 2u and 2u+1 as the two int16 halves of
-        // lane r, against the activation's bsums 2u and 2u+1.
-        const __m512i sw = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
-        for (int c = 0; c < C; ++c) {
-          t0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), f0, t0[c]);
-          t1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[c]), f1, t1[c]);
-          offs[c] = _mm512_dpwssd_epi32(offs[c], sw, _mm512_set1_epi32(load_i32(a[c][b].bsums + 2 * u)));
-        }
-      }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      for (int c = 0; c < C; ++c) {
-        const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), _mm512_cvtepi32_ps(offs[c]), _mm512_add_ps(t0[c], t1[c]));
-        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(a[c][b].d)), v, acc[c]);
-      }
-    }
-    store_group(out, out_stride, nrows, g, c0, acc);
-  }
-
-  // The lean one-column form (kLean, a variant for the planner; otherwise
-  // run_few<1> runs one column): a half's 2-bit line and its two nibble
-  // lines are loaded once for the four runs of 32 they hold (run_few<1>
-  // loads each nibble line twice and each 2-bit line four times), and a
-  // run's activation bytes come as two 16-byte loads rather than eight
-  // broadcasts. Faster where the load ports bind (weights in cache); see
-  // Q4KTile::run_one on DRAM.
-  void run_one(int g, int c0) const
-    requires kLean
-  {
-    const uint8_t* grp = group(g);
-    const quant::BlockQ8_K* a[1];
-    columns(c0, a);
-    __m512 acc = _mm512_setzero_ps();
-    const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      const quant::BlockQ8_K& ab = a[0][b];
-      stream_prefetch<P, kQ6KSuperBytes>(sb, b);
-      __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
-      __m512i offs = _mm512_setzero_si512();
-      _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
-        // Runs u = 4h..4h+3; ia / ib: their sub-blocks of 16 (slices 0-3, 4-7).
-        __m512i ia[4], ib[4], x[4][2];
-        for (int i = 0; i < 4; ++i) {
-          ia[i] = ib[i] = _mm512_setzero_si512();
-          x[i][0] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i));
-          x[i][1] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i) + 16);
-        }
-        _Pragma("GCC unroll 8") for (int m = 0; m < 8; ++m) {
-          __m512i l0 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h, m));
-          __m512i l1 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h + 1, m));
-          __m512i hi = _mm512_loadu_si512(sb + q6k_hi_offset(h, m));
-          in_register(l0), in_register(l1), in_register(hi);
-          const __m512i w[4] = {
-              _mm512_ternarylogic_epi32(_mm512_and_si512(l0, nib), _mm512_slli_epi16(hi, 4), two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), nib), _mm512_slli_epi16(hi, 2), two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(l1, nib), hi, two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), nib), _mm512_srli_epi16(hi, 2), two, 0xF8)};
-          for (int i = 0; i < 4; ++i) {
-            const __m512i xv = dword_of(x[i][m / 4], m);
-            if (m < 4) ia[i] = _mm512_dpbusd_epi32(ia[i], w[i], xv); else ib[i] = _mm512_dpbusd_epi32(ib[i], w[i], xv);
-          }
-        }
-        for (int i = 0; i < 4; ++i) {
-          const int u = 4 * h + i;
-          const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 32 * u));
-          const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 48 + 32 * u));
-          t0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s0)), t0);
-          t1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s1)), t1);
-          const __m512i sw = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
-          offs = _mm512_dpwssd_epi32(offs, sw, _mm512_set1_epi32(load_i32(ab.bsums + 2 * u)));
-        }
-      }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), _mm512_cvtepi32_ps(offs), _mm512_add_ps(t0, t1));
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc);
-    }
-    const __m512 r[1] = {acc};
-    store_group(out, out_stride, nrows, g, c0, r);
-  }
-
-  template <int C>
-  void run(int g, int c0) const {
-    run_k_tile<C>(*this, g, c0);
-  }
-};
-
-template <class Tile>
-void gemm_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride, int ncols,
-                   float* out, size_t out_stride) {
-  const Tile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
-                act_stride, out, out_stride}};
-  drive<kColTile>(t, nrows, ncols);
-}
-
 }  // namespace
 
 void quantize_q8_0_sums(const float* x, void* out, int64_t k) {
@@ -844,14 +397,6 @@ void gemm_q8_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
                       int ncols, float* out, size_t out_stride) {
   gemm_q_default<TensorType::Q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
-void gemm_q6_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
-                      int ncols, float* out, size_t out_stride) {
-  gemm_k_packed<Q6KTile<>>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
-}
-void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
-                      int ncols, float* out, size_t out_stride) {
-  gemm_k_packed<Q4KTile<>>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
-}
 
 namespace {
 // The decode prefetch schemes other than each type's default (top of file)
@@ -863,8 +408,6 @@ namespace {
 template <TensorType T, StreamPrefetch P, bool kFewStream = false>
 constexpr MatmulKernel kQKernel{TensorType::Q8_0, quantize_q8_0_sums, gemm_packed<T, P, kFewStream>, q8_0_sums_bytes,
                                 true};
-template <class Tile>
-constexpr MatmulKernel kKKernel{TensorType::Q8_K, quantize_q8_k, gemm_k_packed<Tile>, nullptr, true};
 
 template <TensorType T, StreamPrefetch P>
 constexpr KernelVariant q_one(const char* name) {
@@ -877,10 +420,6 @@ constexpr KernelVariant q_few(const char* name) {
 template <TensorType T>
 constexpr KernelVariant q_pairs(const char* name) {
   return {name, Isa::avx512, true, 2, 4, &kQKernel<T, kQOne<T>>};
-}
-template <class Tile>
-constexpr KernelVariant k_one(const char* name) {
-  return {name, Isa::avx512, true, 1, 1, &kKKernel<Tile>};
 }
 
 constexpr KernelVariant kQ4_0Variants[] = {
@@ -913,40 +452,15 @@ constexpr KernelVariant kQ8_0Variants[] = {
     q_few<TensorType::Q8_0, kTouch>("avx512.packed.q8_0.few.touch"),
     q_few<TensorType::Q8_0, kBurstNta>("avx512.packed.q8_0.few.nta"),
 };
-constexpr KernelVariant kQ4KVariants[] = {
-    k_one<Q4KTile<kT0>>("avx512.packed.q4_k.t0"),
-    k_one<Q4KTile<kT0FarTouch>>("avx512.packed.q4_k.t0.far.touch"),
-    k_one<Q4KTile<kT0Touch>>("avx512.packed.q4_k.t0.touch"),
-    k_one<Q4KTile<kT1>>("avx512.packed.q4_k.t1"),
-    k_one<Q4KTile<kT1Far>>("avx512.packed.q4_k.t1.far"),
-    k_one<Q4KTile<kHw>>("avx512.packed.q4_k.hw"),
-    k_one<Q4KTile<kTouch>>("avx512.packed.q4_k.touch"),
-    k_one<Q4KTile<kQ4KOne, true>>("avx512.packed.q4_k.lean"),
-};
-constexpr KernelVariant kQ6KVariants[] = {
-    k_one<Q6KTile<kT0>>("avx512.packed.q6_k.t0"),
-    k_one<Q6KTile<kT0FarTouch>>("avx512.packed.q6_k.t0.far.touch"),
-    k_one<Q6KTile<kT0Touch>>("avx512.packed.q6_k.t0.touch"),
-    k_one<Q6KTile<kT1>>("avx512.packed.q6_k.t1"),
-    k_one<Q6KTile<kT1Far>>("avx512.packed.q6_k.t1.far"),
-    k_one<Q6KTile<kHw>>("avx512.packed.q6_k.hw"),
-    k_one<Q6KTile<kTouch>>("avx512.packed.q6_k.touch"),
-    k_one<Q6KTile<kQ6KOne, true>>("avx512.packed.q6_k.lean"),
-};
 
-template <size_t N>
-const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
-  *n = static_cast<int>(N);
-  return v;
-}
 }  // namespace
 
 const KernelVariant* packed_decode_variants(TensorType t, int* n) {
   switch (t) {
     case TensorType::Q4_0: return listed(kQ4_0Variants, n);
     case TensorType::Q8_0: return listed(kQ8_0Variants, n);
-    case TensorType::Q4_K: return listed(kQ4KVariants, n);
-    case TensorType::Q6_K: return listed(kQ6KVariants, n);
+    case TensorType::Q4_K:
+    case TensorType::Q6_K: return packed_k_decode_variants(t, n);
     default: *n = 0; return nullptr;
   }
 }

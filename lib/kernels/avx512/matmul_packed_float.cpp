@@ -240,8 +240,8 @@ void gemm_bf16_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 namespace {
 // Decode prefetch schemes for the planner (kernels/variants.h), as the
 // quantized kernels' (matmul_packed.cpp): one-column tiles only, so each
-// variant is offered for one column. A step is one 64-byte line.
-constexpr int kD = static_cast<int>(kPrefetchBytes);
+// variant is offered for one column. A step is one 64-byte line (kD:
+// packed_tiles.h).
 constexpr StreamPrefetch kLineT0{1, _MM_HINT_T0, kD, 0, 0, 1};      // without the touches
 constexpr StreamPrefetch kLineT1{1, _MM_HINT_T1, kD, 0, 0, 1};      // into L2 only
 constexpr StreamPrefetch kLineHw{0, _MM_HINT_T0, 0, 0, 0, 1};       // the hardware prefetchers alone

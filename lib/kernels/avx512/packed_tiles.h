@@ -56,6 +56,42 @@ inline void store_group(float* out, size_t out_stride, int nrows, int g, int c0,
                        acc[c]);
 }
 
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// One column (decode) reads one stream per thread as fast as memory allows;
+// how to prefetch it is a machine's matter (hardware prefetchers, miss
+// buffers, the hypervisor's paging), so each scheme below is a kernel of its
+// own that the planner can time (kernels/variants.h, the ends of matmul_packed*.cpp). Steps are
+// Q4_0/Q8_0 pairs of blocks and K-quant super-blocks. With two or more
+// columns a tile prefetches a pair's lines per pair (prefetch_distance).
+constexpr int kD = static_cast<int>(kPrefetchBytes);
+constexpr StreamPrefetch kT0{1, _MM_HINT_T0, kD, 0, 0, 1};          // a step's lines per step, into L1
+constexpr StreamPrefetch kT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 1};  //   half as far
+constexpr StreamPrefetch kT0Touch{1, _MM_HINT_T0, kD, 1, kD, 1};    //   and the pages ahead
+constexpr StreamPrefetch kT0FarTouch{1, _MM_HINT_T0, 2 * kD, 1, kD, 1};  //   twice as far, and the pages
+constexpr StreamPrefetch kT1{1, _MM_HINT_T1, kD, 0, 0, 1};          // into L2 only
+constexpr StreamPrefetch kT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 1};   //   4 times as far
+constexpr StreamPrefetch kHw{0, _MM_HINT_T0, 0, 0, 0, 1};           // the hardware prefetchers alone
+constexpr StreamPrefetch kTouch{0, _MM_HINT_T0, 0, 1, kD, 1};       // page touches alone
+constexpr StreamPrefetch kRunsT0{1, _MM_HINT_T0, kD, 0, 0, 2};      // two runs per thread, T0
+constexpr StreamPrefetch kRunsT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 2};
+constexpr StreamPrefetch kRunsT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 2};
+// Every kBurstPairs pairs, the next kBurstPairs pairs' lines non-temporal
+// (prefetchnta, the lines are read once) and their pages.
+constexpr int kBurstPairs = 4;
+constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, kD, kBurstPairs, kD, 1};
+
+// Columns are taken in blocks whose activations stay in L2 (a few KB per
+// column) while the row groups pass; within a block, tiles of up to 8
+// columns reuse each block's unpacked weights from registers (8 measured
+// faster than 4 or 6: the unpacking is paid once instead of twice).
+constexpr int kColTile = 8;
+constexpr int kColBlock = 32;
+
 // t.run<cn>(g, c0) with the tile width as a compile-time constant (cn <= C).
 template <int C, typename Tile>
 inline void dispatch_cols(const Tile& t, int g, int c0, int cn) {
@@ -128,6 +164,24 @@ template <int NG>
 inline size_t prefetch_offset(size_t at, size_t distance, size_t w_stride, int span) {
   const size_t ahead = at + distance;
   return NG > 1 && span == 1 && ahead >= w_stride ? ahead + (NG - 1) * w_stride : ahead;
+}
+
+// Every row group times the columns, kColBlock columns at a time, in
+// tiles of up to kTile.
+template <int kTile, typename Tile>
+void drive(const Tile& t, int nrows, int ncols) {
+  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+  for (int cb = 0; cb < ncols; cb += kColBlock) {
+    const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
+    for (int g = 0; g < ngroups; ++g) for_each_col_tile<kTile>(t, g, cb, n);
+  }
+}
+
+// A variants table and its length (packed_decode_variants).
+template <size_t N>
+const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
+  *n = static_cast<int>(N);
+  return v;
 }
 
 }  // namespace
