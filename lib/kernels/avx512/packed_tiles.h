@@ -65,9 +65,10 @@ inline int32_t load_i32(const void* p) {
 // One column (decode) reads one stream per thread as fast as memory allows;
 // how to prefetch it is a machine's matter (hardware prefetchers, miss
 // buffers, the hypervisor's paging), so each scheme below is a kernel of its
-// own that the planner can time (kernels/variants.h, the ends of matmul_packed*.cpp). Steps are
-// Q4_0/Q8_0 pairs of blocks and K-quant super-blocks. With two or more
-// columns a tile prefetches a pair's lines per pair (prefetch_distance).
+// own that the planner can time (kernels/variants.h; the tables end
+// matmul_packed*.cpp). Steps are Q4_0/Q8_0 pairs of blocks and K-quant
+// super-blocks. With two or more columns a tile prefetches a pair's lines
+// per pair (prefetch_distance in matmul_packed.cpp).
 constexpr int kD = static_cast<int>(kPrefetchBytes);
 constexpr StreamPrefetch kT0{1, _MM_HINT_T0, kD, 0, 0, 1};          // a step's lines per step, into L1
 constexpr StreamPrefetch kT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 1};  //   half as far
