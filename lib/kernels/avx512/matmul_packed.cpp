@@ -41,10 +41,11 @@ struct Traits<TensorType::Q8_0> {
 };
 
 // Tiles of two groups of 1-2 columns (kColTile2: up to 4) hold the block's
-// unpacked weights in registers; from 3 columns they run slice-major
+// unpacked weights in registers; from kWideMinCols they run slice-major
 // (PackedTile::run_pair_wide) in tiles of up to kColTileWide.
 constexpr int kColTile2 = 4;
 constexpr int kColTileWide = 8;
+constexpr int kWideMinCols = 3;
 
 // The second column tile of a group (columns c0.. of a block) reads the
 // group's weights from cache, where the first tile left them; below
@@ -100,6 +101,18 @@ struct PackedTile {
     run_groups<1, C>(g, c0, 1);
   }
 
+  // Columns [c0, c0 + C): block b's bytes at qs + 34 b, its scale ad[b]
+  // and its sum as[b] ("Q8_0 with sums", packed.h).
+  template <int C>
+  void columns(int c0, const uint8_t* (&qs)[C], const float* (&ad)[C], const int32_t* (&as)[C]) const {
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* col = act + static_cast<size_t>(c0 + c) * act_stride;
+      qs[c] = col + 2;
+      ad[c] = reinterpret_cast<const float*>(col + sums_off);
+      as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
+    }
+  }
+
   // Rows of groups g, g + span, ..., g + (NG - 1) * span times columns
   // [c0, c0 + C) (packed_tiles.h, for_each_stream_tile). With two
   // groups each activation broadcast feeds two vpdpbusd: per column and
@@ -119,7 +132,7 @@ struct PackedTile {
   // kNext: prefetch the groups of the next tile (second_col_tile).
   template <int NG, int C, bool kNext>
   void run_groups(int g, int c0, int span) const {
-    if constexpr (NG == 2 && C > 2)
+    if constexpr (NG == 2 && C >= kWideMinCols)
       run_pair_wide<C, kNext>(g, c0, span);
     else
       run_groups_narrow<NG, C, kNext>(g, c0, span);
@@ -142,12 +155,7 @@ struct PackedTile {
     const uint8_t* qs[C];
     const float* ad[C];
     const int32_t* as[C];
-    for (int c = 0; c < C; ++c) {
-      const uint8_t* col = act + static_cast<size_t>(c0 + c) * act_stride;
-      qs[c] = col + 2;
-      ad[c] = reinterpret_cast<const float*>(col + sums_off);
-      as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
-    }
+    columns(c0, qs, ad, as);
     __m512 acc[2][C];
     for (int i = 0; i < 2; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
@@ -211,12 +219,7 @@ struct PackedTile {
     const uint8_t* qs[C];
     const float* ad[C];
     const int32_t* as[C];
-    for (int c = 0; c < C; ++c) {
-      const uint8_t* col = act + static_cast<size_t>(c0 + c) * act_stride;
-      qs[c] = col + 2;  // block b's bytes at qs + 34 b
-      ad[c] = reinterpret_cast<const float*>(col + sums_off);
-      as[c] = reinterpret_cast<const int32_t*>(col + sums_off) + nb;
-    }
+    columns(c0, qs, ad, as);
     __m512 acc[NG][C];
     for (int i = 0; i < NG; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
@@ -324,7 +327,7 @@ void drive_pairs(const Tile& t, int nrows, int ncols, int max_pair_cols) {
   const int ngroups = (nrows + kPackRows - 1) / kPackRows;
   for (int cb = 0; cb < ncols; cb += kColBlock) {
     const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
-    const int g = n > 2 ? for_each_stream_tile<2, kColTileWide>(t, 0, ngroups, cb, n, false)
+    const int g = n >= kWideMinCols ? for_each_stream_tile<2, kColTileWide>(t, 0, ngroups, cb, n, false)
                         : for_each_stream_tile<2, kColTile2>(t, 0, ngroups, cb, n, false);
     if (g < ngroups) for_each_col_tile<kColTile>(t, g, cb, n);
   }
