@@ -51,15 +51,21 @@ inline std::string as_file(std::string_view s, int slot = 0) {
 }
 
 // A private directory under $TMPDIR (or /tmp) for targets that write files,
-// removed at exit.
+// removed at exit. The path lives on the heap: a function-local static would
+// be destroyed before an exit handler registered during its construction
+// runs, and the handler would remove nothing.
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
+  static const std::filesystem::path* const dir = [] {
     std::string t = (std::filesystem::temp_directory_path() / "brisk-fuzz-XXXXXX").string();
     if (!mkdtemp(t.data())) std::abort();
-    std::atexit([] { std::error_code ec; std::filesystem::remove_all(scratch_dir(), ec); });
-    return std::filesystem::path(t);
+    return new std::filesystem::path(t);
   }();
-  return dir;
+  static const bool cleanup_registered = [] {
+    std::atexit([] { std::error_code ec; std::filesystem::remove_all(*dir, ec); });
+    return true;
+  }();
+  (void)cleanup_registered;
+  return *dir;
 }
 
 // Names in a directory, sorted (to check that a failed write left nothing).

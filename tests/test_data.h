@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 
@@ -32,15 +33,22 @@ inline bool under_ci() {
     return;                                                                          \
   }
 
-// A scratch directory under the build tree, unique per test process.
+// A private scratch directory under $TMPDIR (or /tmp), one per test
+// process, removed when the process exits. The path lives on the heap so it
+// outlives the exit handler (a function-local static would be destroyed
+// first).
 inline std::filesystem::path scratch_dir() {
-  static std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() /
-             ("brisk-test-" + std::to_string(static_cast<long>(::getpid())));
-    std::filesystem::create_directories(d);
-    return d;
+  static const std::filesystem::path* const dir = [] {
+    std::string t = (std::filesystem::temp_directory_path() / "brisk-test-XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw std::runtime_error("cannot create a scratch directory under " + t);
+    return new std::filesystem::path(t);
   }();
-  return dir;
+  static const bool cleanup_registered = [] {
+    std::atexit([] { std::error_code ec; std::filesystem::remove_all(*dir, ec); });
+    return true;
+  }();
+  (void)cleanup_registered;
+  return *dir;
 }
 
 // A file's bytes ("" when it cannot be read), and writing them.
