@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <sys/wait.h>
 #include <tuple>
 #include <filesystem>
@@ -57,10 +58,11 @@ struct Opened {
   std::vector<std::string> warnings;
 };
 
-Opened open_with(PlanMode mode, const std::string& cache_dir, double budget = 30) {
+Opened open_with(PlanMode mode, const std::string& cache_dir, double budget = 30, double confirm_after = 600) {
   Opened o;
   ModelOpenOptions mo;
   mo.plan.mode = mode;
+  mo.plan.confirm_after_seconds = confirm_after;
   mo.plan.cache_dir = cache_dir;
   mo.plan.n_threads = 2;
   mo.plan.budget_seconds = budget;
@@ -177,6 +179,125 @@ TEST_CASE("a corrupt, stale or foreign cached plan is ignored with a warning and
   j = good;
   j["types"][0].erase("gbps");
   reopen_with(j.dump(), "malformed");
+  j = good;
+  j["types"][0]["pending"][1] = "avx9000.packed.q4_0";
+  reopen_with(j.dump(), "does not exist here");
+  j = good;
+  j.erase("measured_at");
+  reopen_with(j.dump(), "malformed");
+}
+
+TEST_CASE("a variant that beat the baseline runs only once a second measuring, apart in time, agrees", "[plan]") {
+  using kernels::KernelVariant;
+  const std::vector<KernelVariant> vars = kernels::matmul_variants(TensorType::Q4_0);
+  TypePlan base = default_type_plan(TensorType::Q4_0);
+  const KernelVariant* other = nullptr;
+  for (const KernelVariant& v : vars)
+    if (v.packed == base.packed && v.kernel != base.kernel[0].kernel && v.min_cols <= 1) other = &v;
+  if (!other) {
+    WARN("skipped: this machine has one Q4_0 kernel for its layout");
+    return;
+  }
+  const double now = 1e9, after = 600;
+  // No earlier measuring: pending since now, the baseline runs.
+  TypePlan tp = base;
+  plan_settle_winner(tp, 0, *other, 70, nullptr, 0, now, after);
+  CHECK(tp.kernel[0].kernel == base.kernel[0].kernel);
+  CHECK(tp.pending[0].kernel == other->kernel);
+  CHECK(tp.pending_since[0] == now);
+  CHECK(tp.pending_gbps[0] == 70);
+  // It won 20 minutes ago (pending then): it runs.
+  TypePlan prev = tp;
+  tp = base;
+  plan_settle_winner(tp, 0, *other, 71, &prev, now, now + 1200, after);
+  CHECK(tp.kernel[0].kernel == other->kernel);
+  CHECK(tp.gbps[0] == 71);
+  CHECK(tp.pending[0].name == nullptr);
+  // It won 5 minutes ago: still pending, since its first win.
+  tp = base;
+  plan_settle_winner(tp, 0, *other, 71, &prev, now, now + 300, after);
+  CHECK(tp.kernel[0].kernel == base.kernel[0].kernel);
+  CHECK(tp.pending_since[0] == now);
+  // The earlier plan ran it (confirmed then), measured an hour ago: it runs.
+  prev = base;
+  prev.kernel[0] = *other;
+  tp = base;
+  plan_settle_winner(tp, 0, *other, 71, &prev, now, now + 3600, after);
+  CHECK(tp.kernel[0].kernel == other->kernel);
+  // The earlier plan had the baseline for this class: pending.
+  tp = base;
+  plan_settle_winner(tp, 0, *other, 71, &base, now, now + 3600, after);
+  CHECK(tp.pending[0].kernel == other->kernel);
+  // Without a wait, a winner runs at once.
+  tp = base;
+  plan_settle_winner(tp, 0, *other, 71, nullptr, 0, now, 0);
+  CHECK(tp.kernel[0].kernel == other->kernel);
+}
+
+TEST_CASE("a load measures a cached plan's due pending variant again, and keeps it or drops it", "[plan]") {
+  TempDir cache;
+  Opened first = open_with(PlanMode::automatic, cache.path.string());
+  REQUIRE(plan_files(cache.path).size() == 1);
+  const fs::path file = plan_files(cache.path)[0];
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
+  // A variant of q4_0's layout other than its one-column kernel, pending.
+  const TypePlan* tp = first.model->kernel_plan().find(TensorType::Q4_0);
+  REQUIRE(tp != nullptr);
+  const TypePlan base = default_type_plan(TensorType::Q4_0);
+  const std::vector<kernels::KernelVariant> vars = kernels::matmul_variants(TensorType::Q4_0);
+  const kernels::KernelVariant* other = nullptr;
+  for (const kernels::KernelVariant& v : vars)
+    if (v.packed == tp->packed && v.kernel != base.kernel[0].kernel && v.min_cols <= 1) other = &v;
+  if (!other) {
+    WARN("skipped: this machine has one Q4_0 kernel for its layout");
+    return;
+  }
+  size_t ti = 0;
+  while (j["types"][ti]["type"] != "q4_0") ++ti;
+  j["types"][ti]["kernels"][0] = base.kernel[0].name;
+  j["types"][ti]["pending"][0] = other->name;
+  j["types"][ti]["pending_gbps"][0] = 1.5;
+  const double now = static_cast<double>(std::time(nullptr));
+  auto with_pending_since = [&](double since) {
+    j["types"][ti]["pending_since"][0] = since;
+    std::ofstream(file, std::ios::trunc) << j.dump();
+  };
+
+  // Not due yet: the baseline runs, the variant stays pending and is shown.
+  with_pending_since(now - 60);
+  {
+    Opened o = open_with(PlanMode::automatic, cache.path.string());
+    const KernelPlan& p = o.model->kernel_plan();
+    CHECK(p.source == "cached");
+    CHECK(p.confirmed.empty());
+    CHECK(p.find(TensorType::Q4_0)->kernel[0].kernel == base.kernel[0].kernel);
+    CHECK(p.find(TensorType::Q4_0)->pending[0].kernel == other->kernel);
+    CHECK(p.describe().find(std::string("pending: q4_0 1: ") + other->name) != std::string::npos);
+    CHECK(o.warnings.empty());
+  }
+  // Due: measured again, then either running or dropped, and the cache
+  // says which, with nothing pending.
+  with_pending_since(now - 3600);
+  Opened o = open_with(PlanMode::automatic, cache.path.string());
+  const KernelPlan& p = o.model->kernel_plan();
+  CHECK(p.source == "cached");
+  INFO(p.describe());
+  CHECK(p.confirmed.find(std::string("q4_0 1: ") + other->name) != std::string::npos);
+  const TypePlan* now_tp = p.find(TensorType::Q4_0);
+  CHECK(now_tp->pending[0].name == nullptr);
+  const bool runs = now_tp->kernel[0].kernel == other->kernel;
+  CHECK((runs || now_tp->kernel[0].kernel == base.kernel[0].kernel));
+  CHECK(p.confirmed.find(runs ? " runs " : " dropped") != std::string::npos);
+  for (const LayerWeights& L : o.model->weights().layers)
+    if (L.wq.type == TensorType::Q4_0 && L.wq.packed == now_tp->packed) CHECK(L.wq.kernels[0] == now_tp->kernel[0].kernel);
+  const nlohmann::json after = nlohmann::json::parse(std::ifstream(file));
+  CHECK(after["types"][ti]["pending"][0] == "");
+  CHECK(after["types"][ti]["kernels"][0] == now_tp->kernel[0].name);
+  CHECK(after["measured_at"] == j["measured_at"]);
+  // The next load reads it as it is.
+  Opened again = open_with(PlanMode::automatic, cache.path.string());
+  CHECK(again.model->kernel_plan().confirmed.empty());
+  CHECK(kernel_names(again.model->kernel_plan()) == kernel_names(p));
 }
 
 TEST_CASE("a plan that cannot be cached still loads, and says why", "[plan]") {

@@ -159,7 +159,11 @@ typedef struct brisk_model brisk_model;
  * matrices, in about two seconds at most for a 1B model, and cached per
  * machine and model shape, so later opens only read the cache. A cached plan
  * that is corrupt or was made for another machine is ignored with a warning
- * (log_fn) and measured again. Added in ABI 0.5. */
+ * (log_fn) and measured again. A kernel other than the instruction set's
+ * baseline runs only once two measurings at least 10 minutes apart
+ * ($BRISK_PLAN_CONFIRM_AFTER seconds) found it faster: the first leaves it
+ * pending, and a later open measures it again and keeps or drops it.
+ * Added in ABI 0.5. */
 typedef enum brisk_plan_mode {
   BRISK_PLAN_DEFAULT = 0, /* $BRISK_PLAN (auto, fixed or measure) if set, else AUTO */
   BRISK_PLAN_AUTO = 1,    /* the cached plan if valid, else measure and cache it */
@@ -227,7 +231,8 @@ BRISK_API brisk_status brisk_model_weight_type(const brisk_model *model, char *b
 /* The kernel plan in use, as text: where it came from (fixed, measured,
  * cached and the cache file), then one line per weight type with its layout
  * and the kernel of each column class ("1", "2", "3-4", "5-31", "32+") with the
- * weight bytes per second measured for it. For people, not for parsing.
+ * weight bytes per second measured for it, then any pending variants and
+ * what this open's second measuring decided. For people, not for parsing.
  * Added in ABI 0.5. */
 BRISK_API brisk_status brisk_model_kernel_plan(const brisk_model *model, char *buf, size_t cap, size_t *needed);
 /* Size of the model file in bytes. */

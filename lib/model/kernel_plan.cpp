@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <memory>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
@@ -44,11 +47,32 @@ PlanMode default_plan_mode() {
   return m;
 }
 
+double default_confirm_after_seconds() {
+  const char* env = std::getenv("BRISK_PLAN_CONFIRM_AFTER");
+  if (env && *env) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end && *end == '\0' && v >= 0) return v;
+  }
+  return 600;
+}
+
 const TypePlan* KernelPlan::find(TensorType t) const {
   for (const TypePlan& tp : types)
     if (tp.type == t) return &tp;
   return nullptr;
 }
+
+namespace {
+// "2026-12-07 07:42 UTC"
+std::string utc_time(double unix_seconds) {
+  const auto t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  char buf[32];
+  if (!gmtime_r(&t, &tm) || !std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm)) return "?";
+  return buf;
+}
+}  // namespace
 
 std::string KernelPlan::describe() const {
   char buf[512];
@@ -86,6 +110,16 @@ std::string KernelPlan::describe() const {
     }
     s += "\n";
   }
+  for (const TypePlan& tp : types)
+    for (int c = 0; c < kColClasses; ++c) {
+      if (!tp.pending[c].name) continue;
+      std::snprintf(buf, sizeof buf, "  pending: %s %s: %s (%.1f GB/s), faster since %s; runs once a load from %s finds it faster again\n",
+                    type_name(tp.type), kernels::col_class_name(static_cast<ColClass>(c)), tp.pending[c].name,
+                    tp.pending_gbps[c], utc_time(tp.pending_since[c]).c_str(),
+                    utc_time(tp.pending_since[c] + this->confirm_after).c_str());
+      s += buf;
+    }
+  if (!confirmed.empty()) s += "  confirmed at this load: " + confirmed + "\n";
   return s;
 }
 
@@ -197,11 +231,30 @@ std::vector<size_t> plan_finalists(const std::vector<double>& seconds, const std
   return kept;
 }
 
-void apply_plan(Weights& w, const KernelPlan& plan) {
-  std::vector<TensorType> pack_types;
-  for (const TypePlan& tp : plan.types)
-    if (tp.packed) pack_types.push_back(tp.type);
-  w.pack(pack_types, true);
+void plan_settle_winner(TypePlan& tp, int c, const KernelVariant& winner, double winner_gbps, const TypePlan* prev,
+                        double prev_at, double now, double confirm_after) {
+  double first = now;  // when the winner first won
+  if (prev && prev->packed == tp.packed) {
+    if (prev->pending[c].kernel == winner.kernel && prev->pending_since[c] > 0)
+      first = prev->pending_since[c];
+    else if (prev->kernel[c].kernel == winner.kernel && prev_at > 0)
+      first = prev_at;
+  }
+  if (now - first >= confirm_after) {
+    tp.kernel[c] = winner;
+    tp.gbps[c] = winner_gbps;
+    tp.pending[c] = {};
+    tp.pending_gbps[c] = tp.pending_since[c] = 0;
+  } else {
+    tp.pending[c] = winner;
+    tp.pending_gbps[c] = winner_gbps;
+    tp.pending_since[c] = first;
+  }
+}
+
+namespace {
+// Sets every matrix's per-class kernels from the plan.
+void set_matrix_kernels(Weights& w, const KernelPlan& plan) {
   for (Matrix* m : w.matmul_matrices()) {
     const TypePlan* tp = plan.find(m->type);
     m->kernels = {};
@@ -209,6 +262,15 @@ void apply_plan(Weights& w, const KernelPlan& plan) {
     if (!tp || tp->packed != m->packed) continue;
     for (int c = 0; c < kColClasses; ++c) m->kernels[c] = tp->kernel[c].kernel;
   }
+}
+}  // namespace
+
+void apply_plan(Weights& w, const KernelPlan& plan) {
+  std::vector<TensorType> pack_types;
+  for (const TypePlan& tp : plan.types)
+    if (tp.packed) pack_types.push_back(tp.type);
+  w.pack(pack_types, true);
+  set_matrix_kernels(w, plan);
   w.release_file_pages();
 }
 
@@ -289,6 +351,7 @@ struct Measured {
   KernelVariant best;
   double seconds = 0;  // 0: not measured
   double gbps = 0;
+  double default_gbps = 0;  // the layout's default's figure (0: not timed)
 };
 
 // The row-major view of a matrix (its file rows, also while packed).
@@ -370,10 +433,69 @@ void measure_class(Timer& timer, int c, TensorType t, const std::vector<Matrix*>
       if (best < 0) continue;
       if (def_i >= 0 && !plan_variant_wins(rounds[static_cast<size_t>(best)], rounds[static_cast<size_t>(def_i)], kMargin))
         best = def_i;
-      const double t = secs[static_cast<size_t>(best)];
+      auto gbps_of = [&](int i) {
+        const double t = i < 0 ? 0 : secs[static_cast<size_t>(i)];
+        return t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0;
+      };
       (layout ? by_packed : by_rows)[c] =
-          Measured{cands[static_cast<size_t>(best)], t, t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0};
+          Measured{cands[static_cast<size_t>(best)], secs[static_cast<size_t>(best)], gbps_of(best), gbps_of(def_i)};
     }
+  }
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The second measuring of the plan's pending variants that are due: each
+// against its baseline, as a planning times them. A variant that wins again
+// runs; one that does not is dropped (the baseline stays). Returns whether
+// the plan changed; the matrices run the new choice.
+bool confirm_pending(Weights& w, KernelPlan& plan, const PlanOptions& o, double now) {
+  std::unique_ptr<Timer> timer;  // made on first need
+  bool changed = false;
+  for (TypePlan& tp : plan.types) {
+    for (int c = 0; c < kColClasses; ++c) {
+      if (!tp.pending[c].name || now - tp.pending_since[c] < o.confirm_after_seconds) continue;
+      if (!timer) timer = std::make_unique<Timer>(w, plan.n_threads, o.budget_seconds, Clock::now());
+      std::vector<Matrix*> mats;
+      for (Matrix* m : w.matmul_matrices())
+        if (m->type == tp.type && m->packed == tp.packed) mats.push_back(m);
+      Measured by_rows[kColClasses], by_packed[kColClasses];
+      std::string note;
+      measure_class(*timer, c, tp.type, mats, {tp.kernel[c], tp.pending[c]}, by_rows, by_packed, &note);
+      const Measured& r = (tp.packed ? by_packed : by_rows)[c];
+      if (r.seconds <= 0) continue;  // out of budget: still pending
+      const bool won = r.best.kernel == tp.pending[c].kernel;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s%s %s: %s %s (%.1f against %.1f GB/s)", plan.confirmed.empty() ? "" : "; ",
+                    type_name(tp.type), kernels::col_class_name(static_cast<ColClass>(c)), tp.pending[c].name,
+                    won ? "runs" : "dropped, not faster again", r.gbps, won ? r.default_gbps : r.gbps);
+      plan.confirmed += buf;
+      if (won) tp.kernel[c] = tp.pending[c];
+      tp.gbps[c] = r.gbps;
+      tp.pending[c] = {};
+      tp.pending_gbps[c] = tp.pending_since[c] = 0;
+      changed = true;
+    }
+  }
+  if (changed) set_matrix_kernels(w, plan);
+  return changed;
+}
+
+void cache_plan(const std::string& path, const PlanKey& key, KernelPlan& plan,
+                const std::function<void(int, const std::string&)>& log) {
+  if (path.empty()) {
+    plan.note = "not cached: no cache directory (set BRISK_CACHE_DIR or HOME)";
+    log(1, "kernel plan " + plan.note);
+    return;
+  }
+  try {
+    write_cached_plan(path, key, plan);
+    plan.cache_file = path;
+  } catch (const Error& e) {
+    plan.note = std::string("not cached: ") + e.what();
+    log(1, "kernel plan " + plan.note);
   }
 }
 
@@ -407,17 +529,33 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
   const PlanKey key = make_plan_key(w, n_threads);
   const std::string dir = plan_cache_dir(o.cache_dir);
   const std::string path = dir.empty() ? std::string() : plan_cache_path(dir, key);
-  if (o.mode == PlanMode::automatic && !path.empty()) {
+  const double now = unix_now();
+  // The cached plan: used as it is in automatic mode; otherwise its
+  // choices count as an earlier measuring's (plan_settle_winner).
+  std::optional<KernelPlan> prev;
+  if (!path.empty()) {
     std::string why;
-    if (read_cached_plan(path, key, &plan, &why)) {
-      plan.source = "cached";
-      plan.cache_file = path;
-      plan.seconds = seconds_since(start);
-      plan.pack_seconds = timed_apply(w, plan);
-      return plan;
+    KernelPlan cached;
+    if (read_cached_plan(path, key, &cached, &why)) {
+      prev = std::move(cached);
+    } else if (!why.empty() && o.mode == PlanMode::automatic) {
+      log(1, "kernel plan cache '" + path + "' ignored (" + why + "); measuring again");
     }
-    if (!why.empty()) log(1, "kernel plan cache '" + path + "' ignored (" + why + "); measuring again");
-    plan = KernelPlan{};
+  }
+  if (o.mode == PlanMode::automatic && prev) {
+    plan = std::move(*prev);
+    plan.source = "cached";
+    plan.cache_file = path;
+    plan.confirm_after = o.confirm_after_seconds;
+    const double read_seconds = seconds_since(start);
+    plan.pack_seconds = timed_apply(w, plan);
+    const auto confirm_start = Clock::now();
+    if (confirm_pending(w, plan, o, now)) {
+      cache_plan(path, key, plan, log);
+      log(2, "kernel plan: confirmed at this load: " + plan.confirmed);
+    }
+    plan.seconds = read_seconds + seconds_since(confirm_start);
+    return plan;
   }
 
   // Every type with packed candidates is packed first (which also brings
@@ -472,32 +610,31 @@ KernelPlan plan_kernels(Weights& w, const PlanOptions& o) {
     }
     const KernelVariant def = default_variant(wk.t, tp.packed);
     const Measured* m = tp.packed ? wk.by_packed : wk.by_rows;
+    const TypePlan* prev_tp = prev ? prev->find(wk.t) : nullptr;
     for (int c = 0; c < kColClasses; ++c) {
       tp.kernel[c] = m[c].seconds > 0 ? m[c].best : def;
       tp.gbps[c] = m[c].gbps;
+      // A variant that beat the timed default waits for a second measuring.
+      if (m[c].seconds > 0 && m[c].best.kernel != def.kernel && m[c].default_gbps > 0) {
+        tp.kernel[c] = def;
+        tp.gbps[c] = m[c].default_gbps;
+        plan_settle_winner(tp, c, m[c].best, m[c].gbps, prev_tp, prev ? prev->measured_at : 0, now,
+                           o.confirm_after_seconds);
+      }
     }
     if (!tp.packed && wk.has_packed) w.unpack(wk.t);
     plan.types.push_back(tp);
   }
   plan.source = "measured";
+  plan.measured_at = now;
+  plan.confirm_after = o.confirm_after_seconds;
   plan.n_threads = timer.n_threads();
   plan.pack_seconds += timed_apply(w, plan);
   plan.seconds = seconds_since(start) - plan.pack_seconds;
   // A plan cut short by the budget is cached too: measuring again at every
   // load would cost the budget every time; `brisk tune` measures again.
   if (!plan.note.empty()) log(1, "kernel plan " + plan.note);
-  if (!path.empty()) {
-    try {
-      write_cached_plan(path, key, plan);
-      plan.cache_file = path;
-    } catch (const Error& e) {
-      plan.note = std::string("not cached: ") + e.what();
-      log(1, "kernel plan " + plan.note);
-    }
-  } else {
-    plan.note = "not cached: no cache directory (set BRISK_CACHE_DIR or HOME)";
-    log(1, "kernel plan " + plan.note);
-  }
+  cache_plan(path, key, plan, log);
   log(2, plan.describe());
   return plan;
 }

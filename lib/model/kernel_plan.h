@@ -34,12 +34,20 @@ bool parse_plan_mode(const std::string& s, PlanMode* out);
 // BRISK_PLAN=auto|fixed|measure if set (tests pin the fixed plan with it),
 // else automatic.
 PlanMode default_plan_mode();
+// BRISK_PLAN_CONFIRM_AFTER (seconds, >= 0) if set, else 600.
+double default_confirm_after_seconds();
 
 struct PlanOptions {
   PlanMode mode = default_plan_mode();
   std::string cache_dir;  // "": $BRISK_CACHE_DIR, $XDG_CACHE_HOME/brisk, ~/.cache/brisk
   int n_threads = 0;      // threads to measure with (0: one per physical core)
   double budget_seconds = 2.0;  // measuring stops (defaults fill in) past this
+  // A variant that beats its layout's baseline runs only once a second
+  // measuring, at least this long after the first, finds it faster too (a
+  // later load makes it, or a later `brisk tune`): the host's slow phases
+  // (memory contended by other VMs) can reorder kernels for minutes, and a
+  // plan measured in one would otherwise stick.
+  double confirm_after_seconds = default_confirm_after_seconds();
   std::function<void(int level, const std::string& message)> log;  // level: 1 warn, 2 info
 };
 
@@ -50,6 +58,12 @@ struct TypePlan {
   // Weight bytes read per second where this class was measured (0: not
   // measured; the ISA default was taken).
   double gbps[kernels::kColClasses] = {};
+  // A variant that won one measuring and waits for a second (name nullptr:
+  // none), the weight bytes per second it read, and when (unix seconds) it
+  // first won; kernel[c] is the baseline meanwhile.
+  kernels::KernelVariant pending[kernels::kColClasses];
+  double pending_gbps[kernels::kColClasses] = {};
+  double pending_since[kernels::kColClasses] = {};
 };
 
 struct KernelPlan {
@@ -59,6 +73,9 @@ struct KernelPlan {
   int n_threads = 0;       // threads it was measured with
   double seconds = 0;      // time spent measuring (or reading), packing apart
   double pack_seconds = 0; // time spent packing the weights (part of any load)
+  double measured_at = 0;  // when it was measured (unix seconds)
+  double confirm_after = 0;  // PlanOptions::confirm_after_seconds it was made with
+  std::string confirmed;   // what this load's confirming measuring decided ("" if none ran)
   std::vector<TypePlan> types;
 
   const TypePlan* find(TensorType t) const;
@@ -91,6 +108,15 @@ std::vector<size_t> plan_finalists(const std::vector<double>& seconds, const std
 //   faster of the two in every round, so that a disturbance of one or two
 //   of the default's rounds cannot make it lose.
 bool plan_variant_wins(const std::vector<double>& variant, const std::vector<double>& def, double margin);
+
+// - What a measuring that found `winner` faster than its layout's baseline
+//   (tp.kernel[c], with gbps[c] its figure) at unix time `now` does to class
+//   c: the winner runs at once if the previous plan of the same key
+//   (`prev`, measured at `prev_at`; nullptr if none) had it win too, at
+//   least `confirm_after` seconds before (as its kernel or pending
+//   variant); otherwise it is left pending, since its first win.
+void plan_settle_winner(TypePlan& tp, int c, const kernels::KernelVariant& winner, double winner_gbps,
+                        const TypePlan* prev, double prev_at, double now, double confirm_after);
 
 // Applies a plan to bound weights: packs the types it packs (releasing file
 // pages) and sets the matrices' kernels. Types the plan does not name keep

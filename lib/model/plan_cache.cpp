@@ -140,6 +140,7 @@ bool read_cached_plan(const std::string& path, const PlanKey& key, KernelPlan* p
     }
     KernelPlan p;
     p.n_threads = j.at("threads").get<int>();
+    p.measured_at = j.at("measured_at").get<double>();
     for (const json& t : j.at("types")) {
       TypePlan tp;
       if (!parse_type_name(t.at("type").get<std::string>(), &tp.type)) {
@@ -164,6 +165,26 @@ bool read_cached_plan(const std::string& path, const PlanKey& key, KernelPlan* p
         tp.kernel[c] = *v;
         tp.gbps[c] = gbps[c].get<double>();
       }
+      const json& pending = t.at("pending");
+      const json& pending_gbps = t.at("pending_gbps");
+      const json& pending_since = t.at("pending_since");
+      if (pending.size() != kernels::kColClasses || pending_gbps.size() != kernels::kColClasses ||
+          pending_since.size() != kernels::kColClasses) {
+        *why = "wrong number of column classes";
+        return false;
+      }
+      for (int c = 0; c < kernels::kColClasses; ++c) {
+        const std::string name = pending[c].get<std::string>();
+        if (name.empty()) continue;
+        const kernels::KernelVariant* v = kernels::find_variant(vars, name.c_str());
+        if (!v || v->packed != tp.packed) {
+          *why = "kernel '" + name + "' does not exist here";
+          return false;
+        }
+        tp.pending[c] = *v;
+        tp.pending_gbps[c] = pending_gbps[c].get<double>();
+        tp.pending_since[c] = pending_since[c].get<double>();
+      }
       p.types.push_back(tp);
     }
     *plan = std::move(p);
@@ -180,6 +201,7 @@ void write_cached_plan(const std::string& path, const PlanKey& key, const Kernel
   j["key"] = json::parse(key.json);
   j["threads"] = plan.n_threads;
   j["measured_seconds"] = plan.seconds;
+  j["measured_at"] = plan.measured_at;
   j["types"] = json::array();
   for (const TypePlan& tp : plan.types) {
     json t;
@@ -187,9 +209,15 @@ void write_cached_plan(const std::string& path, const PlanKey& key, const Kernel
     t["layout"] = tp.packed ? "packed" : "rows";
     t["kernels"] = json::array();
     t["gbps"] = json::array();
+    t["pending"] = json::array();
+    t["pending_gbps"] = json::array();
+    t["pending_since"] = json::array();
     for (int c = 0; c < kernels::kColClasses; ++c) {
       t["kernels"].push_back(tp.kernel[c].name ? tp.kernel[c].name : "");
       t["gbps"].push_back(tp.gbps[c]);
+      t["pending"].push_back(tp.pending[c].name ? tp.pending[c].name : "");
+      t["pending_gbps"].push_back(tp.pending_gbps[c]);
+      t["pending_since"].push_back(tp.pending_since[c]);
     }
     j["types"].push_back(t);
   }

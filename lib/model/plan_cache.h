@@ -2,9 +2,11 @@
 // Kernel plans cached on disk, one JSON file per machine and model shape:
 // the key names the CPU (model, stepping), the instruction set in use, the
 // cache sizes, the thread count, the planner's version, the shapes and
-// types of the model's matrices and the candidate kernels for those types. A file whose key differs (another machine,
-// newer kernels) or that does not parse is ignored with a warning and
-// measured again.
+// types of the model's matrices and the candidate kernels for those types.
+// A file whose key differs (another machine, newer kernels) or that does
+// not parse is ignored with a warning and measured again. Besides the
+// choices it holds the pending variants (kernel_plan.h) and when it was
+// measured.
 #pragma once
 #include <string>
 #include <vector>
@@ -15,7 +17,7 @@ namespace brisk {
 
 // Bump when kernels, their variants or how they are measured change enough
 // that old plans mislead.
-constexpr int kPlanVersion = 7;
+constexpr int kPlanVersion = 8;
 
 struct PlanKey {
   std::string json;  // the key as canonical JSON text
