@@ -73,11 +73,15 @@ constexpr size_t prefetch_distance() {
 // The one-column defaults, which a plan keeps unless a variant measures
 // clearly faster. Q4_0 needs compute for every line it reads (unpacking,
 // twice Q8_0's dot products per byte), so its loads alone do not keep enough
-// lines in flight: T0 prefetches twice the usual distance ahead, with the
-// pages touched beyond them. Q8_0's loads do, and the hardware prefetchers
-// follow them once the page walks are taken early.
+// lines in flight: every 4 pairs the next 4 pairs' lines are prefetched
+// non-temporal, with their pages. (T0 lines twice as far with the pages
+// touched, the variant ".t0.far.touch", was as fast in some builds and a
+// third slower in others with the very same loop code: it stalls on the
+// page touches depending on where the code lands.) Q8_0's loads do keep
+// enough in flight, and the hardware prefetchers follow them once the page
+// walks are taken early.
 template <TensorType T>
-constexpr StreamPrefetch kQOne = T == TensorType::Q4_0 ? kT0FarTouch : kTouch;
+constexpr StreamPrefetch kQOne = T == TensorType::Q4_0 ? kBurstNta : kTouch;
 
 // kFewStream: tiles of several columns prefetch by P as well (one group per
 // tile), instead of each pair's lines at prefetch_distance.
@@ -427,7 +431,7 @@ constexpr KernelVariant q_pairs(const char* name) {
 
 constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, kT0>("avx512.packed.q4_0.t0"),
-    q_one<TensorType::Q4_0, kBurstNta>("avx512.packed.q4_0.nta"),
+    q_one<TensorType::Q4_0, kT0FarTouch>("avx512.packed.q4_0.t0.far.touch"),
     q_one<TensorType::Q4_0, kT0Near>("avx512.packed.q4_0.t0.near"),
     q_one<TensorType::Q4_0, kT1>("avx512.packed.q4_0.t1"),
     q_one<TensorType::Q4_0, kT1Far>("avx512.packed.q4_0.t1.far"),
