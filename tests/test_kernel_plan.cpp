@@ -373,7 +373,10 @@ TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
   CHECK(a.hash != b.hash);
   CHECK(a.hash.size() == 16);
   const nlohmann::json k = nlohmann::json::parse(a.json);
-  for (const char* field : {"cpu", "isa", "l2", "threads", "plan_version", "matrices", "kernels"}) CHECK(k.contains(field));
+  for (const char* field : {"cpu", "isa", "l2", "threads", "plan_version", "build", "matrices", "kernels"})
+    CHECK(k.contains(field));
+  // The test binary's GNU build-id (GCC and ld here always write one).
+  CHECK(k["build"].get<std::string>().size() >= 16);
   CHECK(plan_cache_dir("/x/y") == "/x/y");
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "model/plan_cache.h"
 
+#include <elf.h>
+#include <link.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -65,6 +67,53 @@ json cpu_identity() {
   return j;
 }
 
+// The GNU build-id of the binary holding this code ("" if it has none): the
+// same kernel code has read memory far slower in one build than in another
+// (where the code lands), so a plan is only reused by the build that
+// measured it.
+std::string build_id() {
+  struct Search {
+    uintptr_t addr;
+    std::string id;
+  } search{reinterpret_cast<uintptr_t>(&build_id), ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* s = static_cast<Search*>(data);
+        bool holds = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && s->addr >= lo && s->addr < lo + ph.p_memsz) holds = true;
+        }
+        if (!holds) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const auto* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+          const uint8_t* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            ElfW(Nhdr) n;
+            std::memcpy(&n, p, sizeof n);
+            const uint8_t* name = p + sizeof n;
+            const uint8_t* desc = name + ((n.n_namesz + 3) & ~3u);
+            if (desc + n.n_descsz > end) break;
+            if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              for (uint32_t k = 0; k < n.n_descsz; ++k) {
+                char hex[3];
+                std::snprintf(hex, sizeof hex, "%02x", desc[k]);
+                s->id += hex;
+              }
+              return 1;
+            }
+            p = desc + ((n.n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
 long cache_size(int name) {
   const long v = sysconf(name);
   return v > 0 ? v : 0;
@@ -75,6 +124,7 @@ long cache_size(int name) {
 PlanKey make_plan_key(const Weights& weights, int n_threads) {
   json key = cpu_identity();
   key["plan_version"] = kPlanVersion;
+  key["build"] = build_id();
   key["isa"] = kernels::isa_name(kernels::active_isa());
   key["l1d"] = cache_size(_SC_LEVEL1_DCACHE_SIZE);
   key["l2"] = cache_size(_SC_LEVEL2_CACHE_SIZE);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Kernel plans cached on disk, one JSON file per machine and model shape:
 // the key names the CPU (model, stepping), the instruction set in use, the
-// cache sizes, the thread count, the planner's version, the shapes and
+// cache sizes, the thread count, the planner's version, the build, the shapes and
 // types of the model's matrices and the candidate kernels for those types.
 // A file whose key differs (another machine, newer kernels) or that does
 // not parse is ignored with a warning and measured again. Besides the
