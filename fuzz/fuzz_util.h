@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/exit_scoped_dir.h"
 
 namespace brisk::fuzz {
 
@@ -51,21 +52,14 @@ inline std::string as_file(std::string_view s, int slot = 0) {
 }
 
 // A private directory under $TMPDIR (or /tmp) for targets that write files,
-// removed at exit. The path lives on the heap: a function-local static would
-// be destroyed before an exit handler registered during its construction
-// runs, and the handler would remove nothing.
+// removed at exit.
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path* const dir = [] {
-    std::string t = (std::filesystem::temp_directory_path() / "brisk-fuzz-XXXXXX").string();
-    if (!mkdtemp(t.data())) std::abort();
-    return new std::filesystem::path(t);
+  static const std::filesystem::path dir = [] {
+    std::filesystem::path d = brisk::test::make_exit_scoped_dir("brisk-fuzz");
+    if (d.empty()) std::abort();
+    return d;
   }();
-  static const bool cleanup_registered = [] {
-    std::atexit([] { std::error_code ec; std::filesystem::remove_all(*dir, ec); });
-    return true;
-  }();
-  (void)cleanup_registered;
-  return *dir;
+  return dir;
 }
 
 // Names in a directory, sorted (to check that a failed write left nothing).

@@ -12,6 +12,8 @@
 #include <string>
 #include <unistd.h>
 
+#include "exit_scoped_dir.h"
+
 namespace brisk::test {
 
 inline std::string test_data_root() {
@@ -34,21 +36,15 @@ inline bool under_ci() {
   }
 
 // A private scratch directory under $TMPDIR (or /tmp), one per test
-// process, removed when the process exits. The path lives on the heap so it
-// outlives the exit handler (a function-local static would be destroyed
-// first).
+// process, removed when the process exits.
 inline std::filesystem::path scratch_dir() {
-  static const std::filesystem::path* const dir = [] {
-    std::string t = (std::filesystem::temp_directory_path() / "brisk-test-XXXXXX").string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("cannot create a scratch directory under " + t);
-    return new std::filesystem::path(t);
+  static const std::filesystem::path dir = [] {
+    std::filesystem::path d = make_exit_scoped_dir("brisk-test");
+    if (d.empty()) throw std::runtime_error("cannot create a scratch directory under " +
+                                            std::filesystem::temp_directory_path().string());
+    return d;
   }();
-  static const bool cleanup_registered = [] {
-    std::atexit([] { std::error_code ec; std::filesystem::remove_all(*dir, ec); });
-    return true;
-  }();
-  (void)cleanup_registered;
-  return *dir;
+  return dir;
 }
 
 // A file's bytes ("" when it cannot be read), and writing them.
