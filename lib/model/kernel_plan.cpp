@@ -467,10 +467,13 @@ bool confirm_pending(Weights& w, KernelPlan& plan, const PlanOptions& o, double 
       const Measured& r = (tp.packed ? by_packed : by_rows)[c];
       if (r.seconds <= 0) continue;  // out of budget: still pending
       const bool won = r.best.kernel == tp.pending[c].kernel;
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "%s%s %s: %s %s (%.1f against %.1f GB/s)", plan.confirmed.empty() ? "" : "; ",
-                    type_name(tp.type), kernels::col_class_name(static_cast<ColClass>(c)), tp.pending[c].name,
-                    won ? "runs" : "dropped, not faster again", r.gbps, won ? r.default_gbps : r.gbps);
+      char buf[256], figures[64];
+      if (won)
+        std::snprintf(figures, sizeof figures, "runs (%.1f GB/s, the baseline %.1f)", r.gbps, r.default_gbps);
+      else
+        std::snprintf(figures, sizeof figures, "dropped, not clearly faster again (the baseline %.1f GB/s)", r.gbps);
+      std::snprintf(buf, sizeof buf, "%s%s %s: %s %s", plan.confirmed.empty() ? "" : "; ", type_name(tp.type),
+                    kernels::col_class_name(static_cast<ColClass>(c)), tp.pending[c].name, figures);
       plan.confirmed += buf;
       if (won) tp.kernel[c] = tp.pending[c];
       tp.gbps[c] = r.gbps;
