@@ -2,6 +2,7 @@
 // `brisk doctor` on fake /proc and /sys trees: each WARN and FAIL path, a
 // healthy machine, cgroup v1 and v2 quotas, network filesystems.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -77,7 +78,48 @@ std::string advice_of(const nlohmann::json& report, const std::string& check) {
   return "";
 }
 
+std::string value_of(const nlohmann::json& report, const std::string& check) {
+  for (const auto& c : report["checks"])
+    if (c["check"] == check) return c["value"];
+  return "";
+}
+
 }  // namespace
+
+TEST_CASE("doctor: the kernel plan a load would use: none yet, cached, or ignored and why", "[doctor][plan]") {
+  BRISK_TEST_FILE(model, "models/stories260K.gguf");
+  const fs::path root = healthy_tree("doctor-plan");
+  const fs::path cache = brisk::test::scratch_dir() / "doctor-plan-cache";
+  REQUIRE(setenv("BRISK_CACHE_DIR", cache.c_str(), 1) == 0);
+  nlohmann::json r = doctor(root, model);
+  CHECK(status_of(r, "plan") == "info");
+  CHECK(value_of(r, "plan").find("no kernel plan cached") != std::string::npos);
+  CHECK(advice_of(r, "plan").find("brisk tune") != std::string::npos);
+
+  // A load with the doctor's thread count (2 in the healthy tree) measures
+  // and caches one; the doctor then reads it.
+  brisk_model_options mo;
+  brisk_model_options_init(&mo);
+  mo.plan_mode = BRISK_PLAN_AUTO;
+  mo.plan_threads = 2;
+  brisk_model* m = nullptr;
+  REQUIRE(brisk_model_open(model.c_str(), &mo, &m) == BRISK_OK);
+  brisk_model_close(m);
+  r = doctor(root, model);
+  const std::string status = status_of(r, "plan");
+  INFO(value_of(r, "plan"));
+  CHECK((status == "ok" || status == "info"));  // info: a variant is pending
+  CHECK(value_of(r, "plan").find("measured ") == 0);
+  CHECK(value_of(r, "plan").find("decode:") != std::string::npos);
+  if (status == "info") CHECK(advice_of(r, "plan").find("pending") != std::string::npos);
+
+  // A damaged cache file is reported as ignored, with the reason.
+  for (const auto& e : fs::directory_iterator(cache)) std::ofstream(e.path(), std::ios::trunc) << "{";
+  r = doctor(root, model);
+  CHECK(status_of(r, "plan") == "warn");
+  CHECK(value_of(r, "plan").find("not valid JSON") != std::string::npos);
+  unsetenv("BRISK_CACHE_DIR");
+}
 
 TEST_CASE("doctor: a healthy machine is all OK", "[doctor]") {
   BRISK_TEST_FILE(model, "models/stories260K.gguf");

@@ -68,7 +68,8 @@ typedef struct brisk_doctor_options {
   /* Prefix for every /proc and /sys read ("/tmp/fake" reads
    * /tmp/fake/proc/meminfo); NULL or "": this machine. */
   const char *root;
-  /* A model to check (memory plan, disk, read speed); NULL: none. */
+  /* A model to check (memory plan, disk, read speed, the kernel plan a
+   * load would use); NULL: none. */
   const char *model_path;
   uint32_t n_threads;  /* threads for the measurements; 0: brisk's default */
   /* Seconds of sustained load in the throttling test. Default 20; 0 skips it. */

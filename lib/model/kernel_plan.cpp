@@ -63,16 +63,13 @@ const TypePlan* KernelPlan::find(TensorType t) const {
   return nullptr;
 }
 
-namespace {
-// "2026-12-07 07:42 UTC"
-std::string utc_time(double unix_seconds) {
+std::string plan_time_text(double unix_seconds) {
   const auto t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
   char buf[32];
   if (!gmtime_r(&t, &tm) || !std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm)) return "?";
   return buf;
 }
-}  // namespace
 
 std::string KernelPlan::describe() const {
   char buf[512];
@@ -115,8 +112,8 @@ std::string KernelPlan::describe() const {
       if (!tp.pending[c].name) continue;
       std::snprintf(buf, sizeof buf, "  pending: %s %s: %s (%.1f GB/s), faster since %s; runs once a load from %s finds it faster again\n",
                     type_name(tp.type), kernels::col_class_name(static_cast<ColClass>(c)), tp.pending[c].name,
-                    tp.pending_gbps[c], utc_time(tp.pending_since[c]).c_str(),
-                    utc_time(tp.pending_since[c] + this->confirm_after).c_str());
+                    tp.pending_gbps[c], plan_time_text(tp.pending_since[c]).c_str(),
+                    plan_time_text(tp.pending_since[c] + this->confirm_after).c_str());
       s += buf;
     }
   if (!confirmed.empty()) s += "  confirmed at this load: " + confirmed + "\n";

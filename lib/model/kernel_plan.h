@@ -87,6 +87,9 @@ struct KernelPlan {
 // what the plan packs, and sets every matrix's per-class kernels.
 KernelPlan plan_kernels(Weights& weights, const PlanOptions& options);
 
+// A plan's time (unix seconds) as "2026-12-07 07:42 UTC".
+std::string plan_time_text(double unix_seconds);
+
 // The fixed plan's choice for type t (what runs without a planner).
 TypePlan default_type_plan(TensorType t);
 

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "system/doctor.h"
 
+#include <cstdio>
+
 #include "core/error.h"
 #include "engine/engine.h"
+#include "model/kernel_plan.h"
+#include "model/plan_cache.h"
 #include "system/cgroup.h"
 #include "threads/thread_pool.h"
 
@@ -10,9 +14,59 @@ namespace brisk::sys {
 
 namespace {
 
+// The kernel plan a load of the model with `threads` threads would use:
+// none cached yet, one ignored (and why), or the cached one's decode
+// kernels and any variant still waiting for its second measuring.
+void check_kernel_plan(const Model& m, int threads, std::vector<Finding>* out) {
+  const std::string dir = plan_cache_dir("");
+  if (dir.empty()) {
+    out->push_back({"plan", "info", "no cache directory for kernel plans: every load measures one (about 2 s)",
+                    "set BRISK_CACHE_DIR or HOME"});
+    return;
+  }
+  const PlanKey key = make_plan_key(m.weights(), threads);
+  const std::string path = plan_cache_path(dir, key);
+  const std::string tune = "'brisk tune -m MODEL -t " + std::to_string(threads) + "' measures one now";
+  KernelPlan plan;
+  std::string why;
+  if (!read_cached_plan(path, key, &plan, &why)) {
+    if (why.empty())
+      out->push_back({"plan", "info",
+                      "no kernel plan cached for this model with -t " + std::to_string(threads) + " in " + dir +
+                          ": the first load measures one (about 2 s)",
+                      tune});
+    else
+      out->push_back({"plan", "warn", "the cached kernel plan " + path + " is ignored (" + why + ")",
+                      "the next load measures again; " + tune});
+    return;
+  }
+  std::string value = "measured " + plan_time_text(plan.measured_at) + " (" + path + "); decode:";
+  std::string pending;
+  char buf[160];
+  for (const TypePlan& tp : plan.types) {
+    std::snprintf(buf, sizeof buf, "%s %s %s (%.1f GB/s)", &tp == &plan.types[0] ? "" : ",", type_name(tp.type),
+                  tp.kernel[0].name, tp.gbps[0]);
+    value += buf;
+    for (int c = 0; c < kernels::kColClasses; ++c) {
+      if (!tp.pending[c].name) continue;
+      std::snprintf(buf, sizeof buf, "%s%s %s: %s", pending.empty() ? "" : "; ", type_name(tp.type),
+                    kernels::col_class_name(static_cast<kernels::ColClass>(c)), tp.pending[c].name);
+      pending += buf;
+    }
+  }
+  if (pending.empty()) {
+    out->push_back({"plan", "ok", value, ""});
+  } else {
+    out->push_back({"plan", "info", value,
+                    "pending (faster once, the default runs until a load at least " +
+                        std::to_string(static_cast<int>(default_confirm_after_seconds())) +
+                        " s after measures it faster again): " + pending});
+  }
+}
+
 // What the model needs with one sequence at its default context; 0 when
 // there is no model. A model that cannot be opened is a finding itself.
-uint64_t model_plan(const DoctorOptions& o, std::vector<Finding>* out) {
+uint64_t model_plan(const DoctorOptions& o, int threads, std::vector<Finding>* out) {
   if (o.model_path.empty()) return 0;
   try {
     std::unique_ptr<Model> m = Model::open(o.model_path, reproducible_load());
@@ -21,6 +75,7 @@ uint64_t model_plan(const DoctorOptions& o, std::vector<Finding>* out) {
     eo.memory_budget = 1;  // the plan only; availability is checked under the root
     const MemoryPlan p = plan_engine_memory(*m, eo, resolve_context(*m, 0));
     out->push_back({"model", "ok", m->describe(), ""});
+    check_kernel_plan(*m, threads, out);
     return p.total();
   } catch (const Error& e) {
     out->push_back({"model", "fail", e.what(), "check the path, or the file with 'brisk verify'"});
@@ -43,7 +98,7 @@ nlohmann::ordered_json doctor(const DoctorOptions& o) {
   check_cpu(o, cpu, &f);
   check_cores(o, cores, cpus, quota, threads, &f);
   check_frequency(o, &f);
-  const uint64_t plan = model_plan(o, &f);
+  const uint64_t plan = model_plan(o, threads, &f);
   check_memory(o, plan, &f);
   check_disk(o, &f);
   if (o.measure) {
