@@ -124,7 +124,8 @@ long cache_size(int name) {
 PlanKey make_plan_key(const Weights& weights, int n_threads) {
   json key = cpu_identity();
   key["plan_version"] = kPlanVersion;
-  key["build"] = build_id();
+  static const std::string build = build_id();  // fixed for the process
+  key["build"] = build;
   key["isa"] = kernels::isa_name(kernels::active_isa());
   key["l1d"] = cache_size(_SC_LEVEL1_DCACHE_SIZE);
   key["l2"] = cache_size(_SC_LEVEL2_CACHE_SIZE);
@@ -198,40 +199,30 @@ bool read_cached_plan(const std::string& path, const PlanKey& key, KernelPlan* p
         return false;
       }
       tp.packed = t.at("layout").get<std::string>() == "packed";
-      const json& names = t.at("kernels");
-      const json& gbps = t.at("gbps");
-      if (names.size() != kernels::kColClasses || gbps.size() != kernels::kColClasses) {
-        *why = "wrong number of column classes";
-        return false;
-      }
+      const json &names = t.at("kernels"), &gbps = t.at("gbps"), &pending = t.at("pending"),
+                 &pending_gbps = t.at("pending_gbps"), &pending_since = t.at("pending_since");
+      for (const json* a : {&names, &gbps, &pending, &pending_gbps, &pending_since})
+        if (a->size() != kernels::kColClasses) {
+          *why = "wrong number of column classes";
+          return false;
+        }
       const std::vector<kernels::KernelVariant> vars = kernels::matmul_variants(tp.type);
-      for (int c = 0; c < kernels::kColClasses; ++c) {
-        const std::string name = names[c].get<std::string>();
+      // The variant named, which must run here and read the type's layout.
+      auto variant = [&](const std::string& name, kernels::KernelVariant* out) {
         const kernels::KernelVariant* v = kernels::find_variant(vars, name.c_str());
         if (!v || v->packed != tp.packed) {
           *why = "kernel '" + name + "' does not exist here";
           return false;
         }
-        tp.kernel[c] = *v;
+        *out = *v;
+        return true;
+      };
+      for (int c = 0; c < kernels::kColClasses; ++c) {
+        if (!variant(names[c].get<std::string>(), &tp.kernel[c])) return false;
         tp.gbps[c] = gbps[c].get<double>();
-      }
-      const json& pending = t.at("pending");
-      const json& pending_gbps = t.at("pending_gbps");
-      const json& pending_since = t.at("pending_since");
-      if (pending.size() != kernels::kColClasses || pending_gbps.size() != kernels::kColClasses ||
-          pending_since.size() != kernels::kColClasses) {
-        *why = "wrong number of column classes";
-        return false;
-      }
-      for (int c = 0; c < kernels::kColClasses; ++c) {
-        const std::string name = pending[c].get<std::string>();
-        if (name.empty()) continue;
-        const kernels::KernelVariant* v = kernels::find_variant(vars, name.c_str());
-        if (!v || v->packed != tp.packed) {
-          *why = "kernel '" + name + "' does not exist here";
-          return false;
-        }
-        tp.pending[c] = *v;
+        const std::string waiting = pending[c].get<std::string>();
+        if (waiting.empty()) continue;
+        if (!variant(waiting, &tp.pending[c])) return false;
         tp.pending_gbps[c] = pending_gbps[c].get<double>();
         tp.pending_since[c] = pending_since[c].get<double>();
       }
