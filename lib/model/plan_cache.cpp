@@ -124,8 +124,7 @@ long cache_size(int name) {
 PlanKey make_plan_key(const Weights& weights, int n_threads) {
   json key = cpu_identity();
   key["plan_version"] = kPlanVersion;
-  static const std::string build = build_id();  // fixed for the process
-  key["build"] = build;
+  key["build"] = build_id();
   key["isa"] = kernels::isa_name(kernels::active_isa());
   key["l1d"] = cache_size(_SC_LEVEL1_DCACHE_SIZE);
   key["l2"] = cache_size(_SC_LEVEL2_CACHE_SIZE);
