@@ -366,15 +366,18 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
 }
 
 // The default Q4_0 / Q8_0 kernels: a few columns (2 to kFewStreamMaxCols,
-// sequences decoding together) read one stream prefetched T0 twice as far
-// with page touches, which reads memory faster than the per-pair lines of
-// the pair tiles (the variant ".few.pairs"); one column and wider calls as
-// gemm_packed's defaults.
+// sequences decoding together) read one stream, which reads memory faster
+// than the per-pair lines of the pair tiles (the variant ".few.pairs"),
+// prefetched as the type's one column is (Q4_0: non-temporal bursts;
+// Q8_0: T0 twice as far, with page touches); one column and wider calls
+// as gemm_packed's defaults.
+template <TensorType T>
+constexpr StreamPrefetch kQFew = T == TensorType::Q4_0 ? kBurstNta : kT0FarTouch;
 template <TensorType T>
 void gemm_q_default(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                     int ncols, float* out, size_t out_stride) {
   if (ncols >= 2 && ncols <= kFewStreamMaxCols<T>)
-    return gemm_packed<T, kT0FarTouch, true>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
+    return gemm_packed<T, kQFew<T>, true>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
   gemm_packed<T>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);
 }
 
@@ -442,7 +445,7 @@ constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, kRunsT1Far>("avx512.packed.q4_0.2s.t1.far"),
     q_pairs<TensorType::Q4_0>("avx512.packed.q4_0.few.pairs"),
     q_few<TensorType::Q4_0, kT0Touch>("avx512.packed.q4_0.few.touch"),
-    q_few<TensorType::Q4_0, kBurstNta>("avx512.packed.q4_0.few.nta"),
+    q_few<TensorType::Q4_0, kT0FarTouch>("avx512.packed.q4_0.few.t0.far.touch"),
 };
 constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, kT0>("avx512.packed.q8_0.t0"),
