@@ -75,8 +75,8 @@ constexpr size_t prefetch_distance() {
 // twice Q8_0's dot products per byte), so its loads alone do not keep enough
 // lines in flight: every 4 pairs the next 4 pairs' lines are prefetched
 // non-temporal, with their pages. (T0 lines twice as far with the pages
-// touched, the variant ".t0.far.touch", was as fast in some builds and a
-// third slower in others with the very same loop code: it stalls on the
+// touched, the variant ".t0.far.touch", was as fast in some builds and far
+// slower in others with the very same loop code: it stalls on the
 // page touches depending on where the code lands.) Q8_0's loads do keep
 // enough in flight, and the hardware prefetchers follow them once the page
 // walks are taken early.
