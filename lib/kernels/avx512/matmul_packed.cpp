@@ -124,7 +124,9 @@ struct PackedTile {
   // per row, which matters where the multiply pipes bind (in cache).
   template <int NG, int C>
   void run_groups(int g, int c0, int span) const {
-    if constexpr (C == 1 || kFewStream) {
+    if constexpr (C == 1 && NG > 1 && P.neighbours) {
+      run_one_neighbours<NG>(g, c0);
+    } else if constexpr (C == 1 || kFewStream) {
       run_groups<NG, C, false>(g, c0, span);
     } else {
       if (next_tiles && second_col_tile<NG == 1 ? kColTile : kColTileWide>(c0))
@@ -214,6 +216,61 @@ struct PackedTile {
       }
     }
     for (int i = 0; i < 2; ++i) store_group(out, out_stride, nrows, g + i * span, c0, acc[i]);
+  }
+
+  // One column over groups g .. g + NG - 1 (P.neighbours), each group's
+  // block finished before the next group's is loaded, as in llama.cpp's AMX
+  // decode: NG sequential streams for the hardware prefetchers, and only a
+  // block's activation broadcasts and one group's weights in registers.
+  template <int NG>
+  void run_one_neighbours(int g, int c0) const {
+    static_assert(P.every == 0 && P.touch_every == 0, "neighbour streams leave prefetching to the hardware");
+    const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
+    const uint8_t* qs[1];
+    const float* ad[1];
+    const int32_t* as[1];
+    columns(c0, qs, ad, as);
+    __m512 acc[NG];
+    for (int i = 0; i < NG; ++i) acc[i] = _mm512_setzero_ps();
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t pair_off = static_cast<size_t>(b >> 1) * kPairBytes;
+      const size_t slice_off = 64 + static_cast<size_t>(b & 1) * kSlices * 64;
+      const uint8_t* a = qs[0] + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+      __m512i x[8];
+      for (int j = 0; j < 8; ++j) x[j] = _mm512_set1_epi32(load_i32(a + 4 * j));
+      const __m512i offset = _mm512_set1_epi32(-(as[0][b] << Traits<T>::kShift));
+      const __m512 da = _mm512_set1_ps(ad[0][b]);
+      for (int i = 0; i < NG; ++i) {
+        const uint8_t* pair = grp + static_cast<size_t>(i) * w_stride + pair_off;
+        const uint8_t* sl = pair + slice_off;
+        __m512i dot;
+        if constexpr (T == TensorType::Q4_0) {
+          // As one group's tile: high nibbles in place, 16 x the weight.
+          __m512i lo = offset, hi = _mm512_setzero_si512();
+          for (int m = 0; m < 4; ++m) {
+            const __m512i q = _mm512_loadu_si512(sl + 64 * m);
+            lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(q, nib), x[m]);
+            hi = _mm512_dpbusd_epi32(hi, _mm512_andnot_si512(nib, q), x[m + 4]);
+          }
+          dot = _mm512_add_epi32(lo, _mm512_srai_epi32(hi, 4));
+        } else {
+          __m512i i0 = offset, i1 = _mm512_setzero_si512();
+          for (int m = 0; m < 8; m += 2) {
+            i0 = _mm512_dpbusd_epi32(i0, _mm512_loadu_si512(sl + 64 * m), x[m]);
+            i1 = _mm512_dpbusd_epi32(i1, _mm512_loadu_si512(sl + 64 * m + 64), x[m + 1]);
+          }
+          dot = _mm512_add_epi32(i0, i1);
+        }
+        const __m512 dw = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + static_cast<size_t>(b & 1) * 32)));
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, da), acc[i]);
+      }
+    }
+    for (int i = 0; i < NG; ++i) {
+      const __m512 group_acc[1] = {acc[i]};
+      store_group(out, out_stride, nrows, g + i, c0, group_acc);
+    }
   }
 
   template <int NG, int C, bool kNext>
@@ -352,8 +409,15 @@ void gemm_packed(int64_t k, const void* w, size_t w_stride, int nrows, const voi
   const PackedTile<T, P, kFewStream> t{k / 32, static_cast<const uint8_t*>(w), w_stride, nrows,
                                        static_cast<const uint8_t*>(act), act_stride, q8_0_sums_offset(k), out, out_stride,
                                        ncols < kColBlock};
+  static_assert(!(kFewStream && P.neighbours), "neighbour streams are one-column tiles");
   if (ncols == 1 || kFewStream) {
-    if (P.streams == 2) {
+    if constexpr (P.neighbours) {
+      // P.streams neighbouring groups side by side, the groups left over alone.
+      const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+      for (int g = for_each_stream_tile<P.streams, 1>(t, 0, ngroups, 0, ncols, false); g < ngroups; ++g)
+        for_each_col_tile<kColTile>(t, g, 0, ncols);
+      return;
+    } else if (P.streams == 2) {
       // P's two runs side by side (packed_tiles.h), the odd group alone.
       const int ngroups = (nrows + kPackRows - 1) / kPackRows;
       const int g = for_each_stream_tile<2, kColTile2>(t, 0, ngroups, 0, ncols, true);
@@ -443,6 +507,7 @@ constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, kRunsT0>("avx512.packed.q4_0.2s"),
     q_one<TensorType::Q4_0, kRunsT0Near>("avx512.packed.q4_0.2s.near"),
     q_one<TensorType::Q4_0, kRunsT1Far>("avx512.packed.q4_0.2s.t1.far"),
+    q_one<TensorType::Q4_0, kNeighbours4Hw>("avx512.packed.q4_0.4n.hw"),
     q_pairs<TensorType::Q4_0>("avx512.packed.q4_0.few.pairs"),
     q_few<TensorType::Q4_0, kT0Touch>("avx512.packed.q4_0.few.touch"),
     q_few<TensorType::Q4_0, kT0FarTouch>("avx512.packed.q4_0.few.t0.far.touch"),
@@ -458,6 +523,7 @@ constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, kRunsT0>("avx512.packed.q8_0.2s"),
     q_one<TensorType::Q8_0, kRunsT0Near>("avx512.packed.q8_0.2s.near"),
     q_one<TensorType::Q8_0, kRunsT1Far>("avx512.packed.q8_0.2s.t1.far"),
+    q_one<TensorType::Q8_0, kNeighbours4Hw>("avx512.packed.q8_0.4n.hw"),
     q_pairs<TensorType::Q8_0>("avx512.packed.q8_0.few.pairs"),
     q_few<TensorType::Q8_0, kTouch>("avx512.packed.q8_0.few.touch"),
     q_few<TensorType::Q8_0, kBurstNta>("avx512.packed.q8_0.few.nta"),

@@ -204,70 +204,87 @@ struct Q4KTile : KTile {
   // cache the load ports bind this loop and the lean form is much faster;
   // from DRAM, where memory rather than compute binds decode, it measured
   // slower.
-  void run_one(int g, int c0) const {
-    const uint8_t* grp = group(g);
+  void run_one(int g, int c0) const { run_one_groups<1>(g, c0); }
+
+  // One column over the NG neighbouring groups g.. side by side (NG > 1:
+  // P.neighbours, see packed_tiles.h), super-block by super-block.
+  template <int NG>
+  void run_one_groups(int g, int c0) const {
+    static_assert(NG == 1 || (P.every == 0 && P.touch_every == 0), "neighbour streams leave prefetching to the hardware");
     const quant::BlockQ8_K* a[1];
     columns(c0, a);
-    __m512 acc = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+    __m512 acc[NG], accm[NG];
+    for (int i = 0; i < NG; ++i) acc[i] = accm[i] = _mm512_setzero_ps();
     const __m512i lo = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      const quant::BlockQ8_K& ab = a[0][b];
-      stream_prefetch<P, kQ4KSuperBytes>(sb, b);
-      __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
-      _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
-        const uint8_t* run = sb + kQ4KNibbles + 512 * j;
-        const int8_t* xe = ab.qs + 64 * j;
-        __m512i e0 = _mm512_setzero_si512(), e1 = e0, o0 = e0, o1 = e0;
-        if constexpr (kLean) {
-          _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
-            // Slices 4h..4h+3 and their activation groups for the low and
-            // the high nibbles, one 16-byte load each.
-            const __m512i xl = broadcast_16_bytes(xe + 16 * h), xh = broadcast_16_bytes(xe + 32 + 16 * h);
-            const uint8_t* q = run + 256 * h;
-            __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 64);
-            __m512i q2 = _mm512_loadu_si512(q + 128), q3 = _mm512_loadu_si512(q + 192);
-            in_register(q0), in_register(q1), in_register(q2), in_register(q3);
-            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), dword_of<0>(xl));
-            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), dword_of<1>(xl));
-            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), dword_of<0>(xh));
-            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), dword_of<1>(xh));
-            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q2, lo), dword_of<2>(xl));
-            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q3, lo), dword_of<3>(xl));
-            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q2), dword_of<2>(xh));
-            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q3), dword_of<3>(xh));
+      for (int i = 0; i < NG; ++i) {
+        const uint8_t* sb = group(g + i) + static_cast<size_t>(b) * kQ4KSuperBytes;
+        const quant::BlockQ8_K& ab = a[0][b];
+        stream_prefetch<P, kQ4KSuperBytes>(sb, b);
+        __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
+          const uint8_t* run = sb + kQ4KNibbles + 512 * j;
+          const int8_t* xe = ab.qs + 64 * j;
+          __m512i e0 = _mm512_setzero_si512(), e1 = e0, o0 = e0, o1 = e0;
+          if constexpr (kLean) {
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
+              // Slices 4h..4h+3 and their activation groups for the low and
+              // the high nibbles, one 16-byte load each.
+              const __m512i xl = broadcast_16_bytes(xe + 16 * h), xh = broadcast_16_bytes(xe + 32 + 16 * h);
+              const uint8_t* q = run + 256 * h;
+              __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 64);
+              __m512i q2 = _mm512_loadu_si512(q + 128), q3 = _mm512_loadu_si512(q + 192);
+              in_register(q0), in_register(q1), in_register(q2), in_register(q3);
+              e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), dword_of<0>(xl));
+              e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), dword_of<1>(xl));
+              o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), dword_of<0>(xh));
+              o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), dword_of<1>(xh));
+              e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q2, lo), dword_of<2>(xl));
+              e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q3, lo), dword_of<3>(xl));
+              o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q2), dword_of<2>(xh));
+              o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q3), dword_of<3>(xh));
+            }
+          } else {
+            _Pragma("GCC unroll 8") for (int m = 0; m < 8; m += 2) {
+              const __m512i q0 = _mm512_loadu_si512(run + 64 * m), q1 = _mm512_loadu_si512(run + 64 * m + 64);
+              e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), _mm512_set1_epi32(load_i32(xe + 4 * m)));
+              e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), _mm512_set1_epi32(load_i32(xe + 4 * m + 4)));
+              o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
+              o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
+            }
           }
-        } else {
-          _Pragma("GCC unroll 8") for (int m = 0; m < 8; m += 2) {
-            const __m512i q0 = _mm512_loadu_si512(run + 64 * m), q1 = _mm512_loadu_si512(run + 64 * m + 64);
-            e0 = _mm512_dpbusd_epi32(e0, _mm512_and_si512(q0, lo), _mm512_set1_epi32(load_i32(xe + 4 * m)));
-            e1 = _mm512_dpbusd_epi32(e1, _mm512_and_si512(q1, lo), _mm512_set1_epi32(load_i32(xe + 4 * m + 4)));
-            o0 = _mm512_dpbusd_epi32(o0, _mm512_andnot_si512(lo, q0), _mm512_set1_epi32(load_i32(xe + 32 + 4 * m)));
-            o1 = _mm512_dpbusd_epi32(o1, _mm512_andnot_si512(lo, q1), _mm512_set1_epi32(load_i32(xe + 36 + 4 * m)));
-          }
+          const __m512i sce = scales_epi32(sb + kQ4KScales + 32 * j);
+          const __m512i sco = scales_epi32(sb + kQ4KScales + 32 * j + 16);
+          even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), sce));
+          odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), sco));
+          for (int h = 0; h < 2; ++h)
+            mins = _mm512_dpwssd_epi32(mins, mins_both_halves(sb, 2 * j + h),
+                                       _mm512_set1_epi32(load_i32(ab.bsums + 4 * j + 2 * h)));
         }
-        const __m512i sce = scales_epi32(sb + kQ4KScales + 32 * j);
-        const __m512i sco = scales_epi32(sb + kQ4KScales + 32 * j + 16);
-        even = _mm512_add_epi32(even, _mm512_mullo_epi32(_mm512_add_epi32(e0, e1), sce));
-        odd = _mm512_add_epi32(odd, _mm512_mullo_epi32(_mm512_add_epi32(o0, o1), sco));
-        for (int h = 0; h < 2; ++h)
-          mins = _mm512_dpwssd_epi32(mins, mins_both_halves(sb, 2 * j + h),
-                                     _mm512_set1_epi32(load_i32(ab.bsums + 4 * j + 2 * h)));
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
+        const __m512 da = _mm512_set1_ps(ab.d);
+        const __m512i dot = _mm512_add_epi32(even, _mm512_srai_epi32(odd, 4));
+        acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(dot), acc[i]);
+        accm[i] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(mins), accm[i]);
       }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 32)));
-      const __m512 da = _mm512_set1_ps(ab.d);
-      const __m512i dot = _mm512_add_epi32(even, _mm512_srai_epi32(odd, 4));
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(dot), acc);
-      accm = _mm512_fmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(mins), accm);
     }
-    const __m512 r[1] = {_mm512_sub_ps(acc, accm)};
-    store_group(out, out_stride, nrows, g, c0, r);
+    for (int i = 0; i < NG; ++i) {
+      const __m512 r[1] = {_mm512_sub_ps(acc[i], accm[i])};
+      store_group(out, out_stride, nrows, g + i, c0, r);
+    }
   }
 
   template <int C>
   void run(int g, int c0) const {
     run_k_tile<C>(*this, g, c0);
+  }
+  // One column's neighbour streams (gemm_k_packed).
+  static constexpr StreamPrefetch kPrefetch = P;
+  template <int NG, int C>
+  void run_groups(int g, int c0, int) const {
+    static_assert(C == 1);
+    run_one_groups<NG>(g, c0);
   }
 };
 
@@ -349,61 +366,82 @@ struct Q6KTile : KTile {
   void run_one(int g, int c0) const
     requires kLean
   {
-    const uint8_t* grp = group(g);
+    run_one_groups<1>(g, c0);
+  }
+
+  // The lean form over the NG neighbouring groups g.. side by side (NG > 1:
+  // P.neighbours, see packed_tiles.h), super-block by super-block.
+  template <int NG>
+  void run_one_groups(int g, int c0) const
+    requires kLean
+  {
+    static_assert(NG == 1 || (P.every == 0 && P.touch_every == 0), "neighbour streams leave prefetching to the hardware");
     const quant::BlockQ8_K* a[1];
     columns(c0, a);
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc[NG];
+    for (int i = 0; i < NG; ++i) acc[i] = _mm512_setzero_ps();
     const __m512i nib = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ6KSuperBytes;
-      const quant::BlockQ8_K& ab = a[0][b];
-      stream_prefetch<P, kQ6KSuperBytes>(sb, b);
-      __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
-      __m512i offs = _mm512_setzero_si512();
-      _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
-        // Runs u = 4h..4h+3; ia / ib: their sub-blocks of 16 (slices 0-3, 4-7).
-        __m512i ia[4], ib[4], x[4][2];
-        for (int i = 0; i < 4; ++i) {
-          ia[i] = ib[i] = _mm512_setzero_si512();
-          x[i][0] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i));
-          x[i][1] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i) + 16);
-        }
-        _Pragma("GCC unroll 8") for (int m = 0; m < 8; ++m) {
-          __m512i l0 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h, m));
-          __m512i l1 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h + 1, m));
-          __m512i hi = _mm512_loadu_si512(sb + q6k_hi_offset(h, m));
-          in_register(l0), in_register(l1), in_register(hi);
-          const __m512i w[4] = {
-              _mm512_ternarylogic_epi32(_mm512_and_si512(l0, nib), _mm512_slli_epi16(hi, 4), two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), nib), _mm512_slli_epi16(hi, 2), two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(l1, nib), hi, two, 0xF8),
-              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), nib), _mm512_srli_epi16(hi, 2), two, 0xF8)};
+      for (int gi = 0; gi < NG; ++gi) {
+        const uint8_t* sb = group(g + gi) + static_cast<size_t>(b) * kQ6KSuperBytes;
+        const quant::BlockQ8_K& ab = a[0][b];
+        stream_prefetch<P, kQ6KSuperBytes>(sb, b);
+        __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
+        __m512i offs = _mm512_setzero_si512();
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
+          // Runs u = 4h..4h+3; ia / ib: their sub-blocks of 16 (slices 0-3, 4-7).
+          __m512i ia[4], ib[4], x[4][2];
           for (int i = 0; i < 4; ++i) {
-            const __m512i xv = dword_of(x[i][m / 4], m);
-            if (m < 4) ia[i] = _mm512_dpbusd_epi32(ia[i], w[i], xv); else ib[i] = _mm512_dpbusd_epi32(ib[i], w[i], xv);
+            ia[i] = ib[i] = _mm512_setzero_si512();
+            x[i][0] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i));
+            x[i][1] = broadcast_16_bytes(ab.qs + 32 * (4 * h + i) + 16);
+          }
+          _Pragma("GCC unroll 8") for (int m = 0; m < 8; ++m) {
+            __m512i l0 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h, m));
+            __m512i l1 = _mm512_loadu_si512(sb + q6k_lo_offset(2 * h + 1, m));
+            __m512i hi = _mm512_loadu_si512(sb + q6k_hi_offset(h, m));
+            in_register(l0), in_register(l1), in_register(hi);
+            const __m512i w[4] = {
+                _mm512_ternarylogic_epi32(_mm512_and_si512(l0, nib), _mm512_slli_epi16(hi, 4), two, 0xF8),
+                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), nib), _mm512_slli_epi16(hi, 2), two, 0xF8),
+                _mm512_ternarylogic_epi32(_mm512_and_si512(l1, nib), hi, two, 0xF8),
+                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), nib), _mm512_srli_epi16(hi, 2), two, 0xF8)};
+            for (int i = 0; i < 4; ++i) {
+              const __m512i xv = dword_of(x[i][m / 4], m);
+              if (m < 4) ia[i] = _mm512_dpbusd_epi32(ia[i], w[i], xv); else ib[i] = _mm512_dpbusd_epi32(ib[i], w[i], xv);
+            }
+          }
+          for (int i = 0; i < 4; ++i) {
+            const int u = 4 * h + i;
+            const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 32 * u));
+            const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 48 + 32 * u));
+            t0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s0)), t0);
+            t1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s1)), t1);
+            const __m512i sw = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
+            offs = _mm512_dpwssd_epi32(offs, sw, _mm512_set1_epi32(load_i32(ab.bsums + 2 * u)));
           }
         }
-        for (int i = 0; i < 4; ++i) {
-          const int u = 4 * h + i;
-          const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 32 + 32 * u));
-          const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 48 + 32 * u));
-          t0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s0)), t0);
-          t1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[i]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s1)), t1);
-          const __m512i sw = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
-          offs = _mm512_dpwssd_epi32(offs, sw, _mm512_set1_epi32(load_i32(ab.bsums + 2 * u)));
-        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
+        const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), _mm512_cvtepi32_ps(offs), _mm512_add_ps(t0, t1));
+        acc[gi] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc[gi]);
       }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb)));
-      const __m512 v = _mm512_fnmadd_ps(_mm512_set1_ps(32.0f), _mm512_cvtepi32_ps(offs), _mm512_add_ps(t0, t1));
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), v, acc);
     }
-    const __m512 r[1] = {acc};
-    store_group(out, out_stride, nrows, g, c0, r);
+    for (int i = 0; i < NG; ++i) {
+      const __m512 r[1] = {acc[i]};
+      store_group(out, out_stride, nrows, g + i, c0, r);
+    }
   }
 
   template <int C>
   void run(int g, int c0) const {
     run_k_tile<C>(*this, g, c0);
+  }
+  // One column's neighbour streams (gemm_k_packed).
+  static constexpr StreamPrefetch kPrefetch = P;
+  template <int NG, int C>
+  void run_groups(int g, int c0, int) const {
+    static_assert(C == 1);
+    run_one_groups<NG>(g, c0);
   }
 };
 
@@ -412,6 +450,15 @@ void gemm_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, const v
                    float* out, size_t out_stride) {
   const Tile t{{k / 256, static_cast<const uint8_t*>(w), w_stride, nrows, static_cast<const uint8_t*>(act),
                 act_stride, out, out_stride}};
+  if constexpr (Tile::kPrefetch.neighbours) {
+    if (ncols == 1) {
+      // kPrefetch.streams neighbouring groups side by side, those left over alone.
+      const int ngroups = (nrows + kPackRows - 1) / kPackRows;
+      for (int g = for_each_stream_tile<Tile::kPrefetch.streams, 1>(t, 0, ngroups, 0, 1, false); g < ngroups; ++g)
+        for_each_col_tile<kColTile>(t, g, 0, 1);
+      return;
+    }
+  }
   drive<kColTile>(t, nrows, ncols);
 }
 
@@ -447,6 +494,7 @@ constexpr KernelVariant kQ4KVariants[] = {
     k_one<Q4KTile<kHw>>("avx512.packed.q4_k.hw"),
     k_one<Q4KTile<kTouch>>("avx512.packed.q4_k.touch"),
     k_one<Q4KTile<kQ4KOne, true>>("avx512.packed.q4_k.lean"),
+    k_one<Q4KTile<kNeighbours4Hw>>("avx512.packed.q4_k.4n.hw"),
 };
 constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<kT0>>("avx512.packed.q6_k.t0"),
@@ -457,6 +505,7 @@ constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<kHw>>("avx512.packed.q6_k.hw"),
     k_one<Q6KTile<kTouch>>("avx512.packed.q6_k.touch"),
     k_one<Q6KTile<kQ6KOne, true>>("avx512.packed.q6_k.lean"),
+    k_one<Q6KTile<kNeighbours4Hw, true>>("avx512.packed.q6_k.lean.4n.hw"),
 };
 }  // namespace
 

@@ -27,6 +27,7 @@ struct StreamPrefetch {
   int touch_every = 0;              // at multiples of this, touch the pages of that many steps
   int touch_ahead = 0;              //   from this far + kPageAheadBytes ahead (prefetch.h); 0: none
   int streams = 1;                  // weight streams per thread: 1, or 2 (4: F16/BF16) runs side by side
+  bool neighbours = false;          // Q4_0/Q8_0: the streams are neighbouring groups (for_each_stream_tile)
 };
 
 // The prefetches of StreamPrefetch P at step `step`, whose weights start at `at`.
@@ -81,6 +82,10 @@ constexpr StreamPrefetch kTouch{0, _MM_HINT_T0, 0, 1, kD, 1};       // page touc
 constexpr StreamPrefetch kRunsT0{1, _MM_HINT_T0, kD, 0, 0, 2};      // two runs per thread, T0
 constexpr StreamPrefetch kRunsT0Near{1, _MM_HINT_T0, kD / 2, 0, 0, 2};
 constexpr StreamPrefetch kRunsT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 2};
+// Four neighbouring groups side by side, the hardware prefetchers alone: the
+// access pattern of llama.cpp's AMX decode, whose memory reads keep up where
+// software prefetches into L1 hold the core's few miss buffers.
+constexpr StreamPrefetch kNeighbours4Hw{0, _MM_HINT_T0, 0, 0, 0, 4, true};
 // Every kBurstPairs pairs, the next kBurstPairs pairs' lines non-temporal
 // (prefetchnta, the lines are read once) and their pages.
 constexpr int kBurstPairs = 4;
