@@ -232,6 +232,21 @@ TEST_CASE("a variant that beat the baseline runs only once a second measuring, a
   tp = base;
   plan_settle_winner(tp, 0, *other, 71, nullptr, 0, now, 0);
   CHECK(tp.kernel[0].kernel == other->kernel);
+  // Far ahead of a measured baseline (kRunPendingRatio): it runs meanwhile,
+  // still pending; a little ahead: the baseline runs.
+  tp = base;
+  tp.gbps[0] = 40;
+  plan_settle_winner(tp, 0, *other, 40 * kRunPendingRatio, nullptr, 0, now, after);
+  CHECK(tp.kernel[0].kernel == other->kernel);
+  CHECK(tp.gbps[0] == 40 * kRunPendingRatio);
+  CHECK(tp.pending[0].kernel == other->kernel);
+  CHECK(tp.pending_since[0] == now);
+  tp = base;
+  tp.gbps[0] = 40;
+  plan_settle_winner(tp, 0, *other, 40 * kRunPendingRatio - 1, nullptr, 0, now, after);
+  CHECK(tp.kernel[0].kernel == base.kernel[0].kernel);
+  CHECK(tp.gbps[0] == 40);
+  CHECK(tp.pending[0].kernel == other->kernel);
 }
 
 TEST_CASE("a load measures a cached plan's due pending variant again, and keeps it or drops it", "[plan]") {
@@ -275,8 +290,22 @@ TEST_CASE("a load measures a cached plan's due pending variant again, and keeps 
     CHECK(p.describe().find(std::string("pending: q4_0 1: ") + other->name) != std::string::npos);
     CHECK(o.warnings.empty());
   }
-  // Due: measured again, then either running or dropped, and the cache
-  // says which, with nothing pending.
+  // Pending but running already (it was far ahead of the baseline): it runs
+  // until due.
+  j["types"][ti]["kernels"][0] = other->name;
+  with_pending_since(now - 60);
+  {
+    Opened o = open_with(PlanMode::automatic, cache.path.string());
+    const KernelPlan& p = o.model->kernel_plan();
+    CHECK(p.confirmed.empty());
+    CHECK(p.find(TensorType::Q4_0)->kernel[0].kernel == other->kernel);
+    CHECK(p.describe().find("runs already") != std::string::npos);
+    for (const LayerWeights& L : o.model->weights().layers)
+      if (L.wq.type == TensorType::Q4_0 && L.wq.packed == tp->packed) CHECK(L.wq.kernels[0] == other->kernel);
+  }
+  // Due (running already, as above): measured again against the baseline,
+  // then either running or dropped for the baseline, and the cache says
+  // which, with nothing pending.
   with_pending_since(now - 3600);
   Opened o = open_with(PlanMode::automatic, cache.path.string());
   const KernelPlan& p = o.model->kernel_plan();

@@ -110,9 +110,11 @@ std::string KernelPlan::describe() const {
   for (const TypePlan& tp : types)
     for (int c = 0; c < kColClasses; ++c) {
       if (!tp.pending[c].name) continue;
-      std::snprintf(buf, sizeof buf, "  pending: %s %s: %s (%.1f GB/s), faster since %s; runs once a load from %s finds it faster again\n",
+      const bool runs = tp.pending[c].kernel == tp.kernel[c].kernel;
+      std::snprintf(buf, sizeof buf, "  pending: %s %s: %s (%.1f GB/s), faster since %s; %s once a load from %s finds it faster again\n",
                     type_name(tp.type), kernels::col_class_name(static_cast<ColClass>(c)), tp.pending[c].name,
                     tp.pending_gbps[c], plan_time_text(tp.pending_since[c]).c_str(),
+                    runs ? "runs already (far ahead of the baseline), kept" : "runs",
                     plan_time_text(tp.pending_since[c] + this->confirm_after).c_str());
       s += buf;
     }
@@ -246,6 +248,10 @@ void plan_settle_winner(TypePlan& tp, int c, const KernelVariant& winner, double
     tp.pending[c] = winner;
     tp.pending_gbps[c] = winner_gbps;
     tp.pending_since[c] = first;
+    if (tp.gbps[c] > 0 && winner_gbps >= kRunPendingRatio * tp.gbps[c]) {
+      tp.kernel[c] = winner;
+      tp.gbps[c] = winner_gbps;
+    }
   }
 }
 
@@ -460,7 +466,9 @@ bool confirm_pending(Weights& w, KernelPlan& plan, const PlanOptions& o, double 
         if (m->type == tp.type && m->packed == tp.packed) mats.push_back(m);
       Measured by_rows[kColClasses], by_packed[kColClasses];
       std::string note;
-      measure_class(*timer, c, tp.type, mats, {tp.kernel[c], tp.pending[c]}, by_rows, by_packed, &note);
+      // Against the layout's baseline, also where the variant runs already.
+      const KernelVariant base = default_variant(tp.type, tp.packed);
+      measure_class(*timer, c, tp.type, mats, {base, tp.pending[c]}, by_rows, by_packed, &note);
       const Measured& r = (tp.packed ? by_packed : by_rows)[c];
       if (r.seconds <= 0) continue;  // out of budget: still pending
       const bool won = r.best.kernel == tp.pending[c].kernel;
@@ -472,7 +480,7 @@ bool confirm_pending(Weights& w, KernelPlan& plan, const PlanOptions& o, double 
       std::snprintf(buf, sizeof buf, "%s%s %s: %s %s", plan.confirmed.empty() ? "" : "; ", type_name(tp.type),
                     kernels::col_class_name(static_cast<ColClass>(c)), tp.pending[c].name, figures);
       plan.confirmed += buf;
-      if (won) tp.kernel[c] = tp.pending[c];
+      tp.kernel[c] = won ? tp.pending[c] : base;
       tp.gbps[c] = r.gbps;
       tp.pending[c] = {};
       tp.pending_gbps[c] = tp.pending_since[c] = 0;

@@ -60,7 +60,9 @@ struct TypePlan {
   double gbps[kernels::kColClasses] = {};
   // A variant that won one measuring and waits for a second (name nullptr:
   // none), the weight bytes per second it read, and when (unix seconds) it
-  // first won; kernel[c] is the baseline meanwhile.
+  // first won. kernel[c] is the baseline meanwhile, unless the variant read
+  // at least kRunPendingRatio times as fast as the baseline: then it runs
+  // already (kernel[c] == pending[c]) and the second measuring may drop it.
   kernels::KernelVariant pending[kernels::kColClasses];
   double pending_gbps[kernels::kColClasses] = {};
   double pending_since[kernels::kColClasses] = {};
@@ -117,7 +119,11 @@ bool plan_variant_wins(const std::vector<double>& variant, const std::vector<dou
 //   c: the winner runs at once if the previous plan of the same key
 //   (`prev`, measured at `prev_at`; nullptr if none) had it win too, at
 //   least `confirm_after` seconds before (as its kernel or pending
-//   variant); otherwise it is left pending, since its first win.
+//   variant); otherwise it is left pending, since its first win, and runs
+//   meanwhile if it read at least kRunPendingRatio times the baseline's
+//   bytes per second (a baseline that slow on this machine costs more than
+//   a mistaken choice would until the second measuring).
+constexpr double kRunPendingRatio = 1.5;
 void plan_settle_winner(TypePlan& tp, int c, const kernels::KernelVariant& winner, double winner_gbps,
                         const TypePlan* prev, double prev_at, double now, double confirm_after);
 

@@ -49,8 +49,9 @@ void check_kernel_plan(const Model& m, int threads, std::vector<Finding>* out) {
     value += buf;
     for (int c = 0; c < kernels::kColClasses; ++c) {
       if (!tp.pending[c].name) continue;
-      std::snprintf(buf, sizeof buf, "%s%s %s: %s", pending.empty() ? "" : "; ", type_name(tp.type),
-                    kernels::col_class_name(static_cast<kernels::ColClass>(c)), tp.pending[c].name);
+      std::snprintf(buf, sizeof buf, "%s%s %s: %s%s", pending.empty() ? "" : "; ", type_name(tp.type),
+                    kernels::col_class_name(static_cast<kernels::ColClass>(c)), tp.pending[c].name,
+                    tp.pending[c].kernel == tp.kernel[c].kernel ? " (runs already: far ahead of the default)" : "");
       pending += buf;
     }
   }
@@ -58,7 +59,7 @@ void check_kernel_plan(const Model& m, int threads, std::vector<Finding>* out) {
     out->push_back({"plan", "ok", value, ""});
   } else {
     out->push_back({"plan", "info", value,
-                    "pending (faster once, the default runs until a load at least " +
+                    "pending (faster once, the default runs, unless far behind, until a load at least " +
                         std::to_string(static_cast<int>(default_confirm_after_seconds())) +
                         " s after measures it faster again): " + pending});
   }
