@@ -220,11 +220,12 @@ struct PackedTile {
 
   // One column over groups g .. g + NG - 1 (P.neighbours), each group's
   // block finished before the next group's is loaded, as in llama.cpp's AMX
-  // decode: NG sequential streams for the hardware prefetchers, and only a
-  // block's activation broadcasts and one group's weights in registers.
+  // decode: NG sequential streams for the hardware prefetchers (and P's
+  // lines, where it has them, in each: prefetch_offset), and only a block's
+  // activation broadcasts and one group's weights in registers.
   template <int NG>
   void run_one_neighbours(int g, int c0) const {
-    static_assert(P.every == 0 && P.touch_every == 0, "neighbour streams leave prefetching to the hardware");
+    static_assert(P.touch_every == 0, "neighbour streams do not touch pages");
     const uint8_t* grp = w + static_cast<size_t>(g) * w_stride;
     const uint8_t* qs[1];
     const float* ad[1];
@@ -243,6 +244,10 @@ struct PackedTile {
       const __m512 da = _mm512_set1_ps(ad[0][b]);
       for (int i = 0; i < NG; ++i) {
         const uint8_t* pair = grp + static_cast<size_t>(i) * w_stride + pair_off;
+        if constexpr (P.every > 0)
+          if ((b & 1) == 0 && (b >> 1) % P.every == 0)
+            prefetch_bytes<P.every * static_cast<int>(kPairBytes), P.hint>(
+                grp + static_cast<size_t>(i) * w_stride + prefetch_offset<NG>(pair_off, P.distance, w_stride, 1));
         const uint8_t* sl = pair + slice_off;
         __m512i dot;
         if constexpr (T == TensorType::Q4_0) {
@@ -508,6 +513,7 @@ constexpr KernelVariant kQ4_0Variants[] = {
     q_one<TensorType::Q4_0, kRunsT0Near>("avx512.packed.q4_0.2s.near"),
     q_one<TensorType::Q4_0, kRunsT1Far>("avx512.packed.q4_0.2s.t1.far"),
     q_one<TensorType::Q4_0, kNeighbours4Hw>("avx512.packed.q4_0.4n.hw"),
+    q_one<TensorType::Q4_0, kNeighbours2T0>("avx512.packed.q4_0.2n"),
     q_pairs<TensorType::Q4_0>("avx512.packed.q4_0.few.pairs"),
     q_few<TensorType::Q4_0, kT0Touch>("avx512.packed.q4_0.few.touch"),
     q_few<TensorType::Q4_0, kT0FarTouch>("avx512.packed.q4_0.few.t0.far.touch"),
@@ -524,6 +530,7 @@ constexpr KernelVariant kQ8_0Variants[] = {
     q_one<TensorType::Q8_0, kRunsT0Near>("avx512.packed.q8_0.2s.near"),
     q_one<TensorType::Q8_0, kRunsT1Far>("avx512.packed.q8_0.2s.t1.far"),
     q_one<TensorType::Q8_0, kNeighbours4Hw>("avx512.packed.q8_0.4n.hw"),
+    q_one<TensorType::Q8_0, kNeighbours2T0>("avx512.packed.q8_0.2n"),
     q_pairs<TensorType::Q8_0>("avx512.packed.q8_0.few.pairs"),
     q_few<TensorType::Q8_0, kTouch>("avx512.packed.q8_0.few.touch"),
     q_few<TensorType::Q8_0, kBurstNta>("avx512.packed.q8_0.few.nta"),
