@@ -37,11 +37,13 @@ const int kCols[] = {1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64};
 // super-blocks per row.
 int64_t k_for(TensorType t) { return type_traits(t).block_size == 256 ? 768 : 416; }
 
-// 22 row groups, the last one partial, cut into pieces of 16, 3 and 3 groups
+// 22 row groups, the last one partial, cut into pieces of 15, 3 and 4 groups
 // (the matmul passes hand kernels up to 16 groups; odd counts leave a group
-// over for kernels that read groups in pairs).
+// over for kernels that read groups in pairs, 15 and 3 leave three over for
+// those that read four at once, and the last piece puts the partial group
+// inside a tile of two or four).
 constexpr int kRows = 21 * kPackRows + 5;
-const int kPieceGroups[] = {16, 3, 3};
+const int kPieceGroups[] = {15, 3, 4};
 
 // Runs `kern` over rows [0, kRows) piece by piece. w is the first row
 // (row-major, stride row bytes) or the first group (packed, stride group bytes).
