@@ -86,6 +86,7 @@ constexpr StreamPrefetch kRunsT1Far{1, _MM_HINT_T1, 4 * kD, 0, 0, 2};
 // access pattern of llama.cpp's AMX decode, whose memory reads keep up where
 // software prefetches into L1 hold the core's few miss buffers.
 constexpr StreamPrefetch kNeighbours4Hw{0, _MM_HINT_T0, 0, 0, 0, 4, true};
+constexpr StreamPrefetch kNeighbours4T1{1, _MM_HINT_T1, kD, 0, 0, 4, true};  // each stream's lines into L2
 // Two neighbouring groups, each pair's lines T0 ahead in its stream: how the
 // two-column pair tiles read (matmul_packed.cpp, drive_pairs), for one column.
 constexpr StreamPrefetch kNeighbours2T0{1, _MM_HINT_T0, kD, 0, 0, 2, true};
