@@ -26,8 +26,8 @@ struct StreamPrefetch {
   int distance = static_cast<int>(kPrefetchBytes);  //   this many bytes ahead; every = 0: no line prefetch
   int touch_every = 0;              // at multiples of this, touch the pages of that many steps
   int touch_ahead = 0;              //   from this far + kPageAheadBytes ahead (prefetch.h); 0: none
-  int streams = 1;                  // weight streams per thread: 1, or 2 (4: F16/BF16) runs side by side
-  bool neighbours = false;          // Q4_0/Q8_0: the streams are neighbouring groups (for_each_stream_tile)
+  int streams = 1;                  // weight streams per thread, side by side: 1, 2 or 4
+  bool neighbours = false;          //   as neighbouring groups (packed Q tiles), else as runs (for_each_stream_tile)
 };
 
 // The prefetches of StreamPrefetch P at step `step`, whose weights start at `at`.
