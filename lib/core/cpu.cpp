@@ -2,6 +2,8 @@
 #include "core/cpu.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -63,6 +65,9 @@ CpuFeatures detect() {
   const bool avx512bf16 = a1 & (1u << 5);
   f.avx2 = avx2 && fma && f16c;
   f.avx_vnni = f.avx2 && avxvnni;
+  // BRISK_AVX_VNNI=0: the AVX2 kernels as on an AVX2 CPU without AVX-VNNI
+  // (most desktops), e.g. to compare with a llama.cpp build without it.
+  if (const char* e = std::getenv("BRISK_AVX_VNNI"); e && std::strcmp(e, "0") == 0) f.avx_vnni = false;
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
   f.avx512_vnni = f.avx512 && avx512vnni;
   f.avx512_bf16 = f.avx512 && avx512bf16;
