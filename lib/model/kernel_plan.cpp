@@ -173,9 +173,11 @@ std::vector<KernelVariant> candidates(TensorType t) {
 
 // The planner's baseline for this layout: the active ISA's variant marked
 // baseline if there is one, else the one whose table the default lookup
-// returns.
+// returns (for packed weights at an ISA without packed kernels, scalar's,
+// as MatmulOp falls back to).
 KernelVariant default_variant(TensorType t, bool packed) {
   const kernels::MatmulKernel* k = packed ? kernels::packed_matmul_kernel(t) : &kernels::matmul_kernel(t);
+  if (packed && !k) k = kernels::packed_matmul_kernel_for(t, kernels::Isa::scalar);
   const std::vector<KernelVariant> vs = kernels::matmul_variants(t);
   for (const KernelVariant& v : vs)
     if (v.baseline && v.packed == packed && v.isa == kernels::active_isa()) return v;
@@ -468,6 +470,12 @@ bool confirm_pending(Weights& w, KernelPlan& plan, const PlanOptions& o, double 
       std::string note;
       // Against the layout's baseline, also where the variant runs already.
       const KernelVariant base = default_variant(tp.type, tp.packed);
+      if (!base.kernel) {  // no baseline to time it against (a cache edited by hand): not pending
+        tp.pending[c] = {};
+        tp.pending_gbps[c] = tp.pending_since[c] = 0;
+        changed = true;
+        continue;
+      }
       measure_class(*timer, c, tp.type, mats, {base, tp.pending[c]}, by_rows, by_packed, &note);
       const Measured& r = (tp.packed ? by_packed : by_rows)[c];
       if (r.seconds <= 0) continue;  // out of budget: still pending
