@@ -470,12 +470,6 @@ bool confirm_pending(Weights& w, KernelPlan& plan, const PlanOptions& o, double 
       std::string note;
       // Against the layout's baseline, also where the variant runs already.
       const KernelVariant base = default_variant(tp.type, tp.packed);
-      if (!base.kernel) {  // no baseline to time it against (a cache edited by hand): not pending
-        tp.pending[c] = {};
-        tp.pending_gbps[c] = tp.pending_since[c] = 0;
-        changed = true;
-        continue;
-      }
       measure_class(*timer, c, tp.type, mats, {base, tp.pending[c]}, by_rows, by_packed, &note);
       const Measured& r = (tp.packed ? by_packed : by_rows)[c];
       if (r.seconds <= 0) continue;  // out of budget: still pending
