@@ -405,6 +405,37 @@ TEST_CASE("simd quantize_act is byte-identical to the reference", "[simd]") {
   }
 }
 
+TEST_CASE("simd packed-kernel encoders are byte-identical to the scalar packed ones", "[simd]") {
+  // Q4_0 / Q8_0 read "Q8_0 with sums" (packed.h), the K-quants Q8_K.
+  const TensorType types[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K};
+  for (Isa isa : kSimdIsas) {
+    if (!isa_supported(isa)) {
+      WARN("skipped: CPU lacks " << isa_name(isa));
+      continue;
+    }
+    for (TensorType t : types) {
+      const MatmulKernel* kern = packed_matmul_kernel_for(t, isa);
+      const MatmulKernel* ref = packed_matmul_kernel_for(t, Isa::scalar);
+      INFO(label(t, isa));
+      REQUIRE(kern != nullptr);
+      REQUIRE(ref != nullptr);
+      Gen g(11);
+      for (int trial = 0; trial < 12; ++trial) {
+        const int64_t k = 256 * (1 + trial % 4);
+        std::vector<float> x(k);
+        fill_act(g, x.data(), k, trial % 2 == 1);
+        const size_t nbytes = kernels::act_column_bytes(*kern, k);
+        REQUIRE(nbytes == kernels::act_column_bytes(*ref, k));
+        std::vector<uint8_t> got(nbytes + 16, 0xAB), want(nbytes + 16, 0xAB);
+        kern->quantize_act(x.data(), got.data(), k);
+        ref->quantize_act(x.data(), want.data(), k);
+        INFO("trial " << trial);
+        REQUIRE(std::memcmp(got.data(), want.data(), nbytes + 16) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("simd gemm matches the reference on random data and edge shapes", "[simd]") {
   const int rows[] = {1, 3, 7, 33};
   const int cols[] = {1, 2, 3, 4, 5, 8, 17, 33};

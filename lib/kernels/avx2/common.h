@@ -109,69 +109,14 @@ static inline uint16_t load_u16(const void* p) {
   return v;
 }
 
-// Sum of the 8 floats / int32s (order differs from a scalar loop; callers
-// accept float-rounding differences).
+// Sum of the 8 floats (order differs from a scalar loop; callers accept
+// float-rounding differences).
 static inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
-static inline int hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
-static inline float hmax(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-static inline __m256 abs_ps(__m256 x) {
-  return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-}
-
-// Rounds half away from zero like roundf: ggml's Q8_0/Q8_1 reference uses
-// roundf, and the activations must be byte-identical to it. Exact: x - trunc(x)
-// is computed without rounding error for every float.
-static inline __m256 round_away(__m256 x) {
-  const __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 frac = abs_ps(_mm256_sub_ps(x, t));
-  const __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-  // sign(x) * 1 where rounding away applies, else 0.
-  const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
-  return _mm256_add_ps(t, _mm256_and_ps(up, one));
-}
-
-// 32 int32 (values within int8 range) to 32 bytes in order.
-static inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
-  const __m256i ab = _mm256_packs_epi32(a, b);
-  const __m256i cd = _mm256_packs_epi32(c, d);
-  // packs works per 128-bit lane; undo the lane interleave.
-  return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-// Rounded values of one 32-float block, as ggml's reference: d = amax/127,
-// q = roundf(x * (1/d)). Returns d; q gets the 32 int8 in order.
-static inline float q8_block(const float* x, __m256i* q, int* sum) {
-  __m256 v[4];
-  __m256 amax = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_loadu_ps(x + 8 * i);
-    amax = _mm256_max_ps(amax, abs_ps(v[i]));
-  }
-  const float d = hmax(amax) / 127;
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  const __m256 vid = _mm256_set1_ps(id);
-  __m256i qi[4];
-  for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvttps_epi32(round_away(_mm256_mul_ps(v[i], vid)));
-  if (sum) *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])));
-  *q = pack_i32_to_i8(qi[0], qi[1], qi[2], qi[3]);
-  return d;
-}
-
 // A per-thread scratch buffer, 64-byte aligned, grown on demand and never
 // shrunk (gemm calls on a worker thread reuse it). Plain malloc/free so that
 // no std:: template is instantiated with AVX2 flags (see above).

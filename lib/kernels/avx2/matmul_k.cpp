@@ -179,45 +179,6 @@ void gemm_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
 
 }  // namespace
 
-// ggml's quantize_row_q8_K_ref: scale from the first element of largest
-// magnitude (iscale = -127/max, so that element maps to -127), values rounded
-// half to even (nearest_int), clamped to 127, 16-element sums.
-void quantize_q8_k(const float* x, void* out, int64_t k) {
-  auto* y = static_cast<BlockQ8_K*>(out);
-  for (int64_t b = 0; b < k / QK_K; ++b, x += QK_K) {
-    __m256 amaxv = _mm256_setzero_ps();
-    for (int i = 0; i < 32; ++i) amaxv = _mm256_max_ps(amaxv, abs_ps(_mm256_loadu_ps(x + 8 * i)));
-    const float amax = hmax(amaxv);
-    if (amax == 0) {
-      // ggml leaves bsums unwritten here; zero is what they would sum to.
-      std::memset(&y[b], 0, sizeof(BlockQ8_K));
-      continue;
-    }
-    int first = 0;
-    for (int i = 0; i < 32; ++i) {
-      const int m = _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(_mm256_loadu_ps(x + 8 * i)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
-      if (m) {
-        first = 8 * i + __builtin_ctz(static_cast<unsigned>(m));
-        break;
-      }
-    }
-    const float iscale = -127.f / x[first];
-    const __m256 vs = _mm256_set1_ps(iscale);
-    const __m256i max127 = _mm256_set1_epi32(127);
-    for (int i = 0; i < 8; ++i) {
-      __m256i q[4];
-      for (int j = 0; j < 4; ++j) {
-        // cvtps rounds half to even under the default MXCSR, as nearest_int.
-        q[j] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * i + 8 * j), vs)), max127);
-      }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs + 32 * i), pack_i32_to_i8(q[0], q[1], q[2], q[3]));
-      y[b].bsums[2 * i] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[0], q[1])));
-      y[b].bsums[2 * i + 1] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[2], q[3])));
-    }
-    y[b].d = 1 / iscale;
-  }
-}
-
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride) {
   gemm_k<KType::q4_k>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);

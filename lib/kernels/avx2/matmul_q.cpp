@@ -154,29 +154,6 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
 
 }  // namespace
 
-void quantize_q8_0(const float* x, void* out, int64_t k) {
-  auto* y = static_cast<BlockQ8_0*>(out);
-  for (int64_t b = 0; b < k / 32; ++b) {
-    __m256i q;
-    const float d = q8_block(x + b * 32, &q, nullptr);
-    y[b].d = f2h(d);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
-  }
-}
-
-void quantize_q8_1(const float* x, void* out, int64_t k) {
-  auto* y = static_cast<BlockQ8_1*>(out);
-  for (int64_t b = 0; b < k / 32; ++b) {
-    __m256i q;
-    int sum;
-    const float d = q8_block(x + b * 32, &q, &sum);
-    y[b].d = f2h(d);
-    // ggml rounds s from the unrounded d.
-    y[b].s = f2h(static_cast<float>(sum) * d);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
-  }
-}
-
 void gemm_q8_0(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride) {
   gemm_q<Q8_0W, Kind::q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);

@@ -128,6 +128,48 @@ struct Vec {
     // u0 lane-half h holds a0..a3's sums over half h; u1 those of a4..a7.
     return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
   }
+  // The activation encoders (simd/quantize_act.h).
+  static F abs(F x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+  static float hmax(F v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  // Rounds half away from zero like roundf: ggml's Q8_0/Q8_1 reference uses
+  // roundf, and the activations must be byte-identical to it. Exact:
+  // x - trunc(x) is computed without rounding error for every float.
+  static F round_away(F x) {
+    const __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 frac = abs(_mm256_sub_ps(x, t));
+    const __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    // sign(x) * 1 where rounding away applies, else 0.
+    const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
+    return _mm256_add_ps(t, _mm256_and_ps(up, one));
+  }
+  static I trunc_i32(F x) { return _mm256_cvttps_epi32(x); }
+  static I round_i32(F x) { return _mm256_cvtps_epi32(x); }  // half to even (default MXCSR)
+  static I add_i32(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I min_i32(I a, int b) { return _mm256_min_epi32(a, _mm256_set1_epi32(b)); }
+  static int hsum_i32(I v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+  }
+  // 32 int32 (within int8 range), 4 vectors, to 32 bytes in order.
+  static void store_i8_32(int8_t* p, const I (&q)[4]) {
+    const __m256i ab = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i cd = _mm256_packs_epi32(q[2], q[3]);
+    // packs works per 128-bit lane; undo the lane interleave.
+    const __m256i v = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  }
+  // Bit l set where lane l of a equals lane l of b.
+  static uint32_t equal_bits(F a, F b) {
+    return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)));
+  }
+
   // The values' register block: 4 value vectors and 2 heads' 4 output
   // vectors (two heads: half a load per FMA, where one head's 8 vectors took
   // one each and ran at half the speed).

@@ -129,34 +129,6 @@ static inline __mmask64 byte_mask(int64_t n) {
   return n >= 64 ? ~static_cast<__mmask64>(0) : ((static_cast<__mmask64>(1) << n) - 1);
 }
 
-// Rounds half away from zero like roundf: ggml's Q8_0/Q8_1 reference uses
-// roundf, and the activations must be byte-identical to it. Exact: x - trunc(x)
-// is computed without rounding error for every float.
-static inline __m512 round_away(__m512 x) {
-  const __m512 t = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(x, t));
-  const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-  // t + sign(x) where rounding away applies.
-  const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(
-      _mm512_castps_si512(_mm512_set1_ps(1.0f)),
-      _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
-  return _mm512_mask_add_ps(t, up, t, one);
-}
-
-// Scale and rounded values of one 32-float block, as ggml's reference:
-// d = amax/127, q = roundf(x * (1/d)).
-static inline float q8_block(const float* x, __m512i* q0, __m512i* q1) {
-  const __m512 v0 = _mm512_loadu_ps(x);
-  const __m512 v1 = _mm512_loadu_ps(x + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-  const float d = amax / 127;
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  const __m512 vid = _mm512_set1_ps(id);
-  *q0 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(v0, vid)));
-  *q1 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(v1, vid)));
-  return d;
-}
-
 // e^x by Cephes' expf method: x = n ln2 + r with |r| <= ln2/2, a degree-6
 // polynomial for e^r, then scaling by 2^n (vscalefps: overflow gives inf).
 // Relative error ~1e-7, as expf; below -87 it returns ~0 instead of

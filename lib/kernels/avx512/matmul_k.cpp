@@ -207,42 +207,6 @@ void gemm_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
 
 }  // namespace
 
-// ggml's quantize_row_q8_K_ref: scale from the first element of largest
-// magnitude (iscale = -127/max, so that element maps to -127), values rounded
-// half to even (nearest_int), clamped to 127, 16-element sums.
-void quantize_q8_k(const float* x, void* out, int64_t k) {
-  auto* y = static_cast<BlockQ8_K*>(out);
-  for (int64_t b = 0; b < k / QK_K; ++b, x += QK_K) {
-    __m512 amaxv = _mm512_setzero_ps();
-    for (int i = 0; i < 16; ++i) amaxv = _mm512_max_ps(amaxv, _mm512_abs_ps(_mm512_loadu_ps(x + 16 * i)));
-    const float amax = _mm512_reduce_max_ps(amaxv);
-    if (amax == 0) {
-      // ggml leaves bsums unwritten here; zero is what they would sum to.
-      std::memset(&y[b], 0, sizeof(BlockQ8_K));
-      continue;
-    }
-    int first = 0;
-    for (int i = 0; i < 16; ++i) {
-      const __mmask16 m =
-          _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * i)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
-      if (m) {
-        first = 16 * i + __builtin_ctz(m);
-        break;
-      }
-    }
-    const float iscale = -127.f / x[first];
-    const __m512 vs = _mm512_set1_ps(iscale);
-    for (int i = 0; i < 16; ++i) {
-      // cvtps rounds half to even under the default MXCSR, as nearest_int.
-      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * i), vs));
-      q = _mm512_min_epi32(q, _mm512_set1_epi32(127));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16 * i), _mm512_cvtepi32_epi8(q));
-      y[b].bsums[i] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
-    }
-    y[b].d = 1 / iscale;
-  }
-}
-
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride) {
   gemm_k<KType::q4_k>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);

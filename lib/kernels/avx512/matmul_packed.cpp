@@ -452,22 +452,6 @@ void gemm_q_default(int64_t k, const void* w, size_t w_stride, int nrows, const 
 
 }  // namespace
 
-void quantize_q8_0_sums(const float* x, void* out, int64_t k) {
-  auto* y = static_cast<BlockQ8_0*>(out);
-  const int64_t nb = k / 32;
-  auto* d_out = reinterpret_cast<float*>(static_cast<uint8_t*>(out) + q8_0_sums_offset(k));
-  int32_t* s_out = reinterpret_cast<int32_t*>(d_out + nb);
-  for (int64_t b = 0; b < nb; ++b) {
-    __m512i q0, q1;
-    const float d = q8_block(x + b * 32, &q0, &q1);
-    y[b].d = f2h(d);
-    d_out[b] = h2f(y[b].d);
-    s_out[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q1));
-  }
-}
-
 void gemm_q4_0_packed(int64_t k, const void* w, size_t w_stride, int nrows, const void* act, size_t act_stride,
                       int ncols, float* out, size_t out_stride) {
   gemm_q_default<TensorType::Q4_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);

@@ -221,31 +221,6 @@ void gemm_q(int64_t k, const void* w, size_t w_stride, int nrows, const void* ac
 
 }  // namespace
 
-void quantize_q8_0(const float* x, void* out, int64_t k) {
-  auto* y = static_cast<BlockQ8_0*>(out);
-  for (int64_t b = 0; b < k / 32; ++b) {
-    __m512i q0, q1;
-    const float d = q8_block(x + b * 32, &q0, &q1);
-    y[b].d = f2h(d);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q1));
-  }
-}
-
-void quantize_q8_1(const float* x, void* out, int64_t k) {
-  auto* y = static_cast<BlockQ8_1*>(out);
-  for (int64_t b = 0; b < k / 32; ++b) {
-    __m512i q0, q1;
-    const float d = q8_block(x + b * 32, &q0, &q1);
-    const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-    y[b].d = f2h(d);
-    // ggml rounds s from the unrounded d.
-    y[b].s = f2h(static_cast<float>(sum) * d);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q1));
-  }
-}
-
 void gemm_q8_0(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
                size_t act_stride, int ncols, float* out, size_t out_stride) {
   gemm_q<Q8_0W, Kind::q8_0>(k, w, w_stride, nrows, act, act_stride, ncols, out, out_stride);

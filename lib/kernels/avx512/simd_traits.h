@@ -108,6 +108,33 @@ struct Vec {
                                    _mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
     return _mm512_castps512_ps256(u);
   }
+  // The activation encoders (simd/quantize_act.h).
+  static F abs(F x) { return _mm512_abs_ps(x); }
+  static float hmax(F v) { return _mm512_reduce_max_ps(v); }
+  // Rounds half away from zero like roundf: ggml's Q8_0/Q8_1 reference uses
+  // roundf, and the activations must be byte-identical to it. Exact:
+  // x - trunc(x) is computed without rounding error for every float.
+  static F round_away(F x) {
+    const __m512 t = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(x, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    // t + sign(x) where rounding away applies.
+    const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(_mm512_set1_ps(1.0f)), _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
+    return _mm512_mask_add_ps(t, up, t, one);
+  }
+  static I trunc_i32(F x) { return _mm512_cvttps_epi32(x); }
+  static I round_i32(F x) { return _mm512_cvtps_epi32(x); }  // half to even (default MXCSR)
+  static I add_i32(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I min_i32(I a, int b) { return _mm512_min_epi32(a, _mm512_set1_epi32(b)); }
+  static int hsum_i32(I v) { return _mm512_reduce_add_epi32(v); }
+  // 32 int32 (within int8 range), 2 vectors, to 32 bytes in order.
+  static void store_i8_32(int8_t* p, const I (&q)[2]) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(q[0]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16), _mm512_cvtepi32_epi8(q[1]));
+  }
+  // Bit l set where lane l of a equals lane l of b.
+  static uint32_t equal_bits(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+
   // The values' register block: a whole output row of up to 8 vectors
   // (head_dim 128) and 16 accumulators (4 heads of 64, 2 of 128).
   static constexpr int kValueVectors = 8;
