@@ -23,6 +23,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/prefetch.h"
+#include "kernels/scratch.h"
 #include "kernels/simd/tile_loops.h"
 
 namespace brisk::kernels {
@@ -117,11 +118,6 @@ static inline float hsum(__m256 v) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
-// A per-thread scratch buffer, 64-byte aligned, grown on demand and never
-// shrunk (gemm calls on a worker thread reuse it). Plain malloc/free so that
-// no std:: template is instantiated with AVX2 flags (see above).
-void* scratch(size_t bytes);
-
 // The row-major kernels' tile loops (simd/tile_loops.h).
 using simd::for_each_tile;
 

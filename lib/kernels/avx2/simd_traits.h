@@ -76,7 +76,7 @@ struct Vec {
   static constexpr int kQBlocks = 2;
   static F cvt_i32(I v) { return _mm256_cvtepi32_ps(v); }
   static F cast_f(I v) { return _mm256_castsi256_ps(v); }
-  static void* scratch(size_t bytes) { return avx2::scratch(bytes); }
+  static void* scratch(size_t bytes) { return kernels::scratch(bytes); }
 
   // Attention (simd/attend.h).
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }

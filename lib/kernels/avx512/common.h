@@ -23,6 +23,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/prefetch.h"
+#include "kernels/scratch.h"
 #include "kernels/simd/tile_loops.h"
 
 namespace brisk::kernels {
@@ -148,11 +149,6 @@ static inline __m512 exp512(__m512 x) {
   const __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   return _mm512_scalef_ps(y, n);
 }
-
-// A per-thread scratch buffer, 64-byte aligned, grown on demand and never
-// shrunk (gemm calls on a worker thread reuse it). Plain malloc/free so that
-// no std:: template is instantiated with AVX-512 flags (see above).
-void* scratch(size_t bytes);
 
 // The row-major kernels' tile loops (simd/tile_loops.h).
 using simd::for_each_tile;

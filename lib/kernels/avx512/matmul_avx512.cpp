@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The AVX-512 (F/BW/VL/DQ + VNNI) kernel table. dispatch.cpp only calls this
 // when the CPU and OS support those extensions.
-#include <cstdlib>
-
 #include "core/cpu.h"
 #include "kernels/avx512/common.h"
 #include "kernels/isa_tables.h"
@@ -10,35 +8,6 @@
 #include "kernels/packed.h"
 
 namespace brisk::kernels {
-
-namespace avx512 {
-
-namespace {
-// Owned by its thread; freed when the thread exits.
-struct ScratchBuf {
-  void* p = nullptr;
-  size_t size = 0;
-  ~ScratchBuf() { std::free(p); }
-};
-thread_local ScratchBuf t_scratch;
-}  // namespace
-
-void* scratch(size_t bytes) {
-  ScratchBuf& b = t_scratch;
-  if (b.size < bytes) {
-    std::free(b.p);
-    // Round up so aligned_alloc's size is a multiple of the alignment, and
-    // grow geometrically to avoid reallocating on slowly growing batches.
-    size_t want = bytes + bytes / 2;
-    want = (want + 63) & ~static_cast<size_t>(63);
-    b.p = std::aligned_alloc(64, want);
-    if (!b.p) std::abort();
-    b.size = want;
-  }
-  return b.p;
-}
-
-}  // namespace avx512
 
 const MatmulKernel* avx512_packed_matmul_kernel(TensorType t) {
   using namespace avx512;

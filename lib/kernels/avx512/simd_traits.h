@@ -63,7 +63,7 @@ struct Vec {
   static constexpr int kQBlocks = 4;
   static F cvt_i32(I v) { return _mm512_cvtepi32_ps(v); }
   static F cast_f(I v) { return _mm512_castsi512_ps(v); }
-  static void* scratch(size_t bytes) { return avx512::scratch(bytes); }
+  static void* scratch(size_t bytes) { return kernels::scratch(bytes); }
 
   // Attention (simd/attend.h).
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
