@@ -6,16 +6,17 @@
 #pragma once
 #include "kernels/avx2/common.h"
 #include "kernels/packed.h"
+#include "kernels/simd/group_loops.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx2 {
 namespace {
 
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using simd::drive;
+using simd::for_each_col_tile;
+using simd::kColBlock;
+using simd::listed;
+using simd::load_i32;
 
 // 8 bytes at p (rows 8h .. 8h + 7 of a 16-row byte vector) zero-extended
 // to the 8 int32 slots.
@@ -194,51 +195,6 @@ struct KTile {
     store_halves(out, out_stride, nrows, g, h0, c0, acc);
   }
 };
-
-// t.run<cn>(g, c0) with the tile width as a compile-time constant (cn <= C).
-template <int C, typename Tile>
-inline void dispatch_cols(const Tile& t, int g, int c0, int cn) {
-  if constexpr (C > 0) {
-    if (cn == C) {
-      t.template run<C>(g, c0);
-    } else {
-      dispatch_cols<C - 1>(t, g, c0, cn);
-    }
-  }
-}
-
-// Group g over columns [c0, c0 + n) in as few tiles of at most kTile
-// columns as possible, as even as possible (a narrow tile unpacks the
-// weights again for little work).
-template <int kTile, typename Tile>
-inline void for_each_col_tile(const Tile& t, int g, int c0, int n) {
-  const int ntiles = (n + kTile - 1) / kTile;
-  for (int i = 0; i < ntiles; ++i) {
-    const int width = n / ntiles + (i < n % ntiles ? 1 : 0);
-    dispatch_cols<kTile>(t, g, c0, width);
-    c0 += width;
-  }
-}
-
-// A file's table of variants and its length (kernels/variants.h hooks).
-template <size_t N>
-const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
-  *n = static_cast<int>(N);
-  return v;
-}
-
-// Columns are taken in blocks whose activations stay in L2 while the row
-// groups pass.
-constexpr int kColBlock = 32;
-
-template <int kTile, typename Tile>
-void drive(const Tile& t, int nrows, int ncols) {
-  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-  for (int cb = 0; cb < ncols; cb += kColBlock) {
-    const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
-    for (int g = 0; g < ngroups; ++g) for_each_col_tile<kTile>(t, g, cb, n);
-  }
-}
 
 }  // namespace
 }  // namespace brisk::kernels::avx2

@@ -6,9 +6,16 @@
 #pragma once
 #include "kernels/avx512/common.h"
 #include "kernels/packed.h"
+#include "kernels/simd/group_loops.h"
 
 namespace brisk::kernels::avx512 {
 namespace {
+
+using simd::drive;
+using simd::for_each_col_tile;
+using simd::kColBlock;
+using simd::listed;
+using simd::load_i32;
 
 // The base prefetch distance of a packed weight stream; each tile kind
 // scales it (measurements: matmul_packed.cpp, prefetch_distance).
@@ -57,12 +64,6 @@ inline void store_group(float* out, size_t out_stride, int nrows, int g, int c0,
                        acc[c]);
 }
 
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // One column (decode) reads one stream per thread as fast as memory allows;
 // how to prefetch it is a machine's matter (hardware prefetchers, miss
 // buffers, the hypervisor's paging), so each scheme below is a kernel of its
@@ -95,37 +96,10 @@ constexpr StreamPrefetch kNeighbours2T0{1, _MM_HINT_T0, kD, 0, 0, 2, true};
 constexpr int kBurstPairs = 4;
 constexpr StreamPrefetch kBurstNta{kBurstPairs, _MM_HINT_NTA, kD, kBurstPairs, kD, 1};
 
-// Columns are taken in blocks whose activations stay in L2 (a few KB per
-// column) while the row groups pass; within a block, tiles of up to 8
-// columns reuse each block's unpacked weights from registers (8 measured
+// Within a block of kColBlock columns (simd/group_loops.h), tiles of up to
+// 8 columns reuse each block's unpacked weights from registers (8 measured
 // faster than 4 or 6: the unpacking is paid once instead of twice).
 constexpr int kColTile = 8;
-constexpr int kColBlock = 32;
-
-// t.run<cn>(g, c0) with the tile width as a compile-time constant (cn <= C).
-template <int C, typename Tile>
-inline void dispatch_cols(const Tile& t, int g, int c0, int cn) {
-  if constexpr (C > 0) {
-    if (cn == C) {
-      t.template run<C>(g, c0);
-    } else {
-      dispatch_cols<C - 1>(t, g, c0, cn);
-    }
-  }
-}
-
-// Group g over columns [c0, c0 + n) in as few tiles of at most kTile columns
-// as possible, as even as possible (8 columns: 4 + 4, not 6 + 2): a narrow
-// tile unpacks or converts the weights again for little work.
-template <int kTile, typename Tile>
-inline void for_each_col_tile(const Tile& t, int g, int c0, int n) {
-  const int ntiles = (n + kTile - 1) / kTile;
-  for (int i = 0; i < ntiles; ++i) {
-    const int width = n / ntiles + (i < n % ntiles ? 1 : 0);
-    dispatch_cols<kTile>(t, g, c0, width);
-    c0 += width;
-  }
-}
 
 // A tile's NG-stream form (run_groups<NG, C>: row groups g, g + span, ...,
 // g + (NG - 1) * span side by side) as a tile of its own for for_each_col_tile.
@@ -174,24 +148,6 @@ template <int NG>
 inline size_t prefetch_offset(size_t at, size_t distance, size_t w_stride, int span) {
   const size_t ahead = at + distance;
   return NG > 1 && span == 1 && ahead >= w_stride ? ahead + (NG - 1) * w_stride : ahead;
-}
-
-// Every row group times the columns, kColBlock columns at a time, in
-// tiles of up to kTile.
-template <int kTile, typename Tile>
-void drive(const Tile& t, int nrows, int ncols) {
-  const int ngroups = (nrows + kPackRows - 1) / kPackRows;
-  for (int cb = 0; cb < ncols; cb += kColBlock) {
-    const int n = ncols - cb < kColBlock ? ncols - cb : kColBlock;
-    for (int g = 0; g < ngroups; ++g) for_each_col_tile<kTile>(t, g, cb, n);
-  }
-}
-
-// A variants table and its length (packed_decode_variants).
-template <size_t N>
-const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
-  *n = static_cast<int>(N);
-  return v;
 }
 
 }  // namespace
