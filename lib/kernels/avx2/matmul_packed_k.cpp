@@ -115,7 +115,7 @@ struct Q4KTile : KTile {
         }
       }
     }
-    store(g, h0, c0, acc);
+    store_halves(out, out_stride, nrows, g, h0, c0, acc);
   }
 };
 
@@ -181,7 +181,7 @@ struct Q6KTile : KTile {
         }
       }
     }
-    store(g, h0, c0, acc);
+    store_halves(out, out_stride, nrows, g, h0, c0, acc);
   }
 };
 

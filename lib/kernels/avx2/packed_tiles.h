@@ -172,29 +172,7 @@ struct QSumsTile {
   }
 };
 
-// What the K-quant tiles share: C columns of Q8_K activations against
-// packed super-blocks, results stored per half (8 rows) and column.
-struct KTile {
-  int64_t nsb;
-  const uint8_t* w;
-  size_t w_stride;
-  int nrows;
-  const uint8_t* act;
-  size_t act_stride;
-  float* out;
-  size_t out_stride;
-
-  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
-  template <int C>
-  void columns(int c0, const quant::BlockQ8_K* (&a)[C]) const {
-    for (int c = 0; c < C; ++c)
-      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
-  }
-  template <int NH, int C>
-  void store(int g, int h0, int c0, const __m256 (&acc)[NH][C]) const {
-    store_halves(out, out_stride, nrows, g, h0, c0, acc);
-  }
-};
+using simd::KTile;  // K-quant tiles store through store_halves
 
 }  // namespace
 }  // namespace brisk::kernels::avx2

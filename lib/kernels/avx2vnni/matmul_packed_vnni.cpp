@@ -218,7 +218,7 @@ struct Q4KTile : KTile {
         }
       }
     }
-    store(g, h0, c0, acc);
+    store_halves(out, out_stride, nrows, g, h0, c0, acc);
   }
 };
 
@@ -285,7 +285,7 @@ struct Q6KTile : KTile {
                                       acc[i][c]);
       }
     }
-    store(g, h0, c0, acc);
+    store_halves(out, out_stride, nrows, g, h0, c0, acc);
   }
 };
 

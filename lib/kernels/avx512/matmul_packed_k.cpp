@@ -24,23 +24,7 @@ namespace {
 // all the tile's columns.
 constexpr int kUnrollCols = 4;
 
-struct KTile {
-  int64_t nsb;
-  const uint8_t* w;
-  size_t w_stride;
-  int nrows;
-  const uint8_t* act;
-  size_t act_stride;
-  float* out;
-  size_t out_stride;
-
-  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
-  template <int C>
-  void columns(int c0, const quant::BlockQ8_K* (&a)[C]) const {
-    for (int c = 0; c < C; ++c)
-      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
-  }
-};
+using simd::KTile;
 
 // The column forms of a K-quant tile: one column its run_one where it has
 // one (Q4_K, lean Q6_K), up to kUnrollCols run_few, wider tiles (prompts) run_few in

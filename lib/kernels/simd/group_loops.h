@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/packed.h"
+#include "quant/blocks.h"
 
 namespace brisk::kernels {
 struct KernelVariant;  // kernels/variants.h
@@ -63,6 +64,26 @@ const KernelVariant* listed(const KernelVariant (&v)[N], int* n) {
   *n = static_cast<int>(N);
   return v;
 }
+
+// What every ISA's K-quant tiles read: packed super-blocks (kernels/packed.h)
+// against columns of Q8_K activations.
+struct KTile {
+  int64_t nsb;  // super-blocks per row
+  const uint8_t* w;
+  size_t w_stride;  // bytes per row group
+  int nrows;
+  const uint8_t* act;
+  size_t act_stride;
+  float* out;
+  size_t out_stride;
+
+  const uint8_t* group(int g) const { return w + static_cast<size_t>(g) * w_stride; }
+  template <int C>
+  void columns(int c0, const quant::BlockQ8_K* (&a)[C]) const {
+    for (int c = 0; c < C; ++c)
+      a[c] = reinterpret_cast<const quant::BlockQ8_K*>(act + static_cast<size_t>(c0 + c) * act_stride);
+  }
+};
 
 // 4 bytes at p (an activation group), unaligned.
 inline int32_t load_i32(const void* p) {
