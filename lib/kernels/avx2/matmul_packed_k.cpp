@@ -7,8 +7,10 @@
 // (at most 2 x 15 x 128) sum in int16 over all 8, and one vpmaddwd against
 // the row's 6-bit scale, placed in both int16 halves of its 32-bit slot,
 // gives scale x dot in int32. The mins term is one vpmaddwd per sub-block
-// too: the row's min in both halves against the activation's two bsums of
-// the sub-block. Float work: two FMAs per super-block (d and dmin).
+// (wider tiles: the row's min in both halves against the activation's two
+// bsums of the sub-block) or per pair of sub-blocks (one column: the two
+// mins against the two sums per 32). Float work: two FMAs per super-block
+// (d and dmin).
 //
 // Q6_K: weights are unsigned 6-bit q (value q - 32), rebuilt per slice
 // from a nibble slice and a 2-bit slice. A vpmaddubsw pair reaches
@@ -34,8 +36,91 @@ inline __m256i both_halves(__m256i v) { return _mm256_or_si256(v, _mm256_slli_ep
 
 template <OnePrefetch P = OnePrefetch::t0>
 struct Q4KTile : KTile {
+  // One column, both halves in one pass (gemm_k), run by run: each line of
+  // a run is loaded once and feeds both of its sub-blocks (low nibbles 2j,
+  // high nibbles 2j + 1), and the pair's mins come as the two int16 halves
+  // of each row's slot, so that one vpmaddwd against the activation's sums
+  // per 32 gives the row's mins term for both. Per super-block that is half
+  // the line loads and half the mins work of the per-sub-block form below,
+  // which the wider tiles keep (at 2 or more columns this form's
+  // accumulators do not fit the 16 registers).
+  void run_one(int g, int c0) const {
+    const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(act + static_cast<size_t>(c0) * act_stride);
+    const uint8_t* grp = group(g);
+    __m256 acc[2][1] = {{_mm256_setzero_ps()}, {_mm256_setzero_ps()}};
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
+      prefetch_super<P, 1, kQ4KSuperBytes>(sb, b, 0);
+      // The activation's sums per 32: sub-blocks 2j and 2j + 1 as the int16
+      // halves of pair_sums[j] (bsums are sums per 16).
+      alignas(16) int32_t pair_sums[4];
+      const auto* bs = reinterpret_cast<const __m128i*>(a[b].bsums);
+      _mm_store_si128(reinterpret_cast<__m128i*>(pair_sums), _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1)));
+      __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      __m256i summ[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
+        const uint8_t* run = sb + kQ4KNibbles + 512 * j;
+        const int8_t* x = a[b].qs + 64 * j;
+        __m256i even[2], odd[2];  // per half, int16 dots of sub-blocks 2j and 2j + 1
+        for (int m = 0; m < 8; ++m) {
+          const __m256i xe = _mm256_set1_epi32(load_i32(x + 4 * m));
+          const __m256i xo = _mm256_set1_epi32(load_i32(x + 32 + 4 * m));
+          for (int h = 0; h < 2; ++h) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * h));
+            const __m256i pe = _mm256_maddubs_epi16(_mm256_and_si256(v, nib), xe);
+            const __m256i po = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nib), xo);
+            if (m == 0) {
+              even[h] = pe, odd[h] = po;
+            } else {
+              even[h] = _mm256_add_epi16(even[h], pe), odd[h] = _mm256_add_epi16(odd[h], po);
+            }
+            keep(even[h]), keep(odd[h]);
+          }
+        }
+        const __m256i pair = _mm256_set1_epi32(pair_sums[j]);
+        for (int h = 0; h < 2; ++h) {
+          // Scale bytes of sub-blocks 2j and 2j + 1: the scale in bits 0-5,
+          // the min's top 2 bits in 6-7 (packed.h).
+          const __m256i se = rows_u8(sb + kQ4KScales + 16 * (2 * j) + 8 * h);
+          const __m256i so = rows_u8(sb + kQ4KScales + 16 * (2 * j + 1) + 8 * h);
+          const __m256i m63 = _mm256_set1_epi32(63);
+          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(even[h], both_halves(_mm256_and_si256(se, m63))));
+          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(odd[h], both_halves(_mm256_and_si256(so, m63))));
+          // Both mins' low 4 bits are the nibbles of one byte: (b | b << 12)
+          // puts them at bits 0-3 and 16-19; the top bits go to 4-5 and 20-21.
+          const __m256i ml = rows_u8(sb + kQ4KMinsLow + 16 * j + 8 * h);
+          const __m256i low = _mm256_and_si256(_mm256_or_si256(ml, _mm256_slli_epi32(ml, 12)), _mm256_set1_epi32(0x000F000F));
+          const __m256i top = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(se, 2), _mm256_slli_epi32(so, 14)),
+                                               _mm256_set1_epi32(0x00300030));
+          summ[h] = _mm256_add_epi32(summ[h], _mm256_madd_epi16(_mm256_or_si256(low, top), pair));
+        }
+      }
+      const __m256 da = _mm256_set1_ps(a[b].d);
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t* dp = sb + 16 * h;
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp)));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp + 32)));
+        acc[h][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[h]), _mm256_mul_ps(d, da), acc[h][0]);
+        acc[h][0] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[h]), _mm256_mul_ps(dmin, da), acc[h][0]);
+      }
+    }
+    store_halves(out, out_stride, nrows, g, 0, c0, acc);
+  }
+
+  // One half (8 rows) of group g times C columns, sub-block by sub-block.
   template <int NH, int C>
   void run_halves(int g, int h0, int c0) const {
+    if constexpr (NH == 2) {
+      static_assert(C == 1, "both halves in one pass only for one column (gemm_k)");
+      run_one(g, c0);
+    } else {
+      run_half<C>(g, h0, c0);
+    }
+  }
+  template <int C>
+  void run_half(int g, int h0, int c0) const {
+    constexpr int NH = 1;
     const uint8_t* grp = group(g);
     const BlockQ8_K* a[C];
     columns(c0, a);
@@ -52,40 +137,21 @@ struct Q4KTile : KTile {
       for (int s = 0; s < 8; ++s) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
         __m256i dot[NH][C];
-        if constexpr (NH == 1) {
-          // One half: its 8 slices stay in registers while every column
-          // passes over them.
-          __m256i q[8];
-          for (int m = 0; m < 8; ++m) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * h0));
-            q[m] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
+        // One half: its 8 slices stay in registers while every column
+        // passes over them.
+        __m256i q[8];
+        for (int m = 0; m < 8; ++m) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * h0));
+          q[m] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
+        }
+        for (int c = 0; c < C; ++c) {
+          const int8_t* x = a[c][b].qs + 32 * s;
+          __m256i d = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(x)));
+          for (int m = 1; m < 8; ++m) {
+            d = _mm256_add_epi16(d, _mm256_maddubs_epi16(q[m], _mm256_set1_epi32(load_i32(x + 4 * m))));
+            if constexpr (C <= 4) keep(d);  // at 5-6 columns GCC's own order measured faster
           }
-          for (int c = 0; c < C; ++c) {
-            const int8_t* x = a[c][b].qs + 32 * s;
-            __m256i d = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(x)));
-            for (int m = 1; m < 8; ++m) {
-              d = _mm256_add_epi16(d, _mm256_maddubs_epi16(q[m], _mm256_set1_epi32(load_i32(x + 4 * m))));
-              if constexpr (C <= 4) keep(d);  // at 5-6 columns GCC's own order measured faster
-            }
-            dot[0][c] = d;
-          }
-        } else {
-          for (int i = 0; i < NH; ++i)
-            for (int c = 0; c < C; ++c) dot[i][c] = _mm256_setzero_si256();
-          for (int m = 0; m < 8; ++m) {
-            __m256i q[NH];
-            for (int i = 0; i < NH; ++i) {
-              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * (h0 + i)));
-              q[i] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
-            }
-            for (int c = 0; c < C; ++c) {
-              const __m256i x = _mm256_set1_epi32(load_i32(a[c][b].qs + 32 * s + 4 * m));
-              for (int i = 0; i < NH; ++i) {
-                dot[i][c] = _mm256_add_epi16(dot[i][c], _mm256_maddubs_epi16(q[i], x));
-                keep(dot[i][c]);
-              }
-            }
-          }
+          dot[0][c] = d;
         }
         for (int i = 0; i < NH; ++i) {
           const int h = h0 + i;
