@@ -108,7 +108,7 @@ struct Q4KTile : KTile {
     store_halves(out, out_stride, nrows, g, 0, c0, acc);
   }
 
-  // One half (8 rows) of group g times C columns, sub-block by sub-block.
+  // GroupTile's entry: both halves of one column (run_one), or one half.
   template <int NH, int C>
   void run_halves(int g, int h0, int c0) const {
     if constexpr (NH == 2) {
@@ -118,32 +118,31 @@ struct Q4KTile : KTile {
       run_half<C>(g, h0, c0);
     }
   }
+
+  // Half h0 (8 rows) of group g times C columns, sub-block by sub-block:
+  // the half's 8 slices of a sub-block stay in registers while every column
+  // passes over them.
   template <int C>
   void run_half(int g, int h0, int c0) const {
-    constexpr int NH = 1;
     const uint8_t* grp = group(g);
     const BlockQ8_K* a[C];
     columns(c0, a);
-    __m256 acc[NH][C];
-    for (int i = 0; i < NH; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    __m256 acc[1][C];
+    for (int c = 0; c < C; ++c) acc[0][c] = _mm256_setzero_ps();
     const __m256i nib = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       prefetch_super<P, C, kQ4KSuperBytes>(sb, b, h0);
-      __m256i sumi[NH][C], summ[NH][C];
-      for (int i = 0; i < NH; ++i)
-        for (int c = 0; c < C; ++c) sumi[i][c] = summ[i][c] = _mm256_setzero_si256();
+      __m256i sumi[C], summ[C];
+      for (int c = 0; c < C; ++c) sumi[c] = summ[c] = _mm256_setzero_si256();
       for (int s = 0; s < 8; ++s) {
         const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
-        __m256i dot[NH][C];
-        // One half: its 8 slices stay in registers while every column
-        // passes over them.
         __m256i q[8];
         for (int m = 0; m < 8; ++m) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * h0));
           q[m] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
         }
+        __m256i dot[C];
         for (int c = 0; c < C; ++c) {
           const int8_t* x = a[c][b].qs + 32 * s;
           __m256i d = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(x)));
@@ -151,34 +150,28 @@ struct Q4KTile : KTile {
             d = _mm256_add_epi16(d, _mm256_maddubs_epi16(q[m], _mm256_set1_epi32(load_i32(x + 4 * m))));
             if constexpr (C <= 4) keep(d);  // at 5-6 columns GCC's own order measured faster
           }
-          dot[0][c] = d;
+          dot[c] = d;
         }
-        for (int i = 0; i < NH; ++i) {
-          const int h = h0 + i;
-          const __m256i sc_byte = rows_u8(sb + kQ4KScales + 16 * s + 8 * h);
-          const __m256i sc = both_halves(_mm256_and_si256(sc_byte, _mm256_set1_epi32(63)));
-          // The min: low 4 bits from its nibble, top 2 from the scale byte's bits 6-7.
-          __m256i lo = rows_u8(sb + kQ4KMinsLow + 16 * (s / 2) + 8 * h);
-          if (s % 2) lo = _mm256_srli_epi32(lo, 4);
-          const __m256i mn = both_halves(
-              _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
-                              _mm256_srli_epi32(_mm256_and_si256(sc_byte, _mm256_set1_epi32(0xC0)), 2)));
-          for (int c = 0; c < C; ++c) {
-            sumi[i][c] = _mm256_add_epi32(sumi[i][c], _mm256_madd_epi16(dot[i][c], sc));
-            summ[i][c] = _mm256_add_epi32(
-                summ[i][c], _mm256_madd_epi16(mn, _mm256_set1_epi32(load_i32(a[c][b].bsums + 2 * s))));
-          }
+        const __m256i sc_byte = rows_u8(sb + kQ4KScales + 16 * s + 8 * h0);
+        const __m256i sc = both_halves(_mm256_and_si256(sc_byte, _mm256_set1_epi32(63)));
+        // The min: low 4 bits from its nibble, top 2 from the scale byte's bits 6-7.
+        __m256i lo = rows_u8(sb + kQ4KMinsLow + 16 * (s / 2) + 8 * h0);
+        if (s % 2) lo = _mm256_srli_epi32(lo, 4);
+        const __m256i mn = both_halves(
+            _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
+                            _mm256_srli_epi32(_mm256_and_si256(sc_byte, _mm256_set1_epi32(0xC0)), 2)));
+        for (int c = 0; c < C; ++c) {
+          sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(dot[c], sc));
+          summ[c] = _mm256_add_epi32(summ[c], _mm256_madd_epi16(mn, _mm256_set1_epi32(load_i32(a[c][b].bsums + 2 * s))));
         }
       }
-      for (int i = 0; i < NH; ++i) {
-        const uint8_t* dp = sb + 16 * (h0 + i);
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp)));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp + 32)));
-        for (int c = 0; c < C; ++c) {
-          const __m256 da = _mm256_set1_ps(a[c][b].d);
-          acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[i][c]), _mm256_mul_ps(d, da), acc[i][c]);
-          acc[i][c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[i][c]), _mm256_mul_ps(dmin, da), acc[i][c]);
-        }
+      const uint8_t* dp = sb + 16 * h0;
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp)));
+      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp + 32)));
+      for (int c = 0; c < C; ++c) {
+        const __m256 da = _mm256_set1_ps(a[c][b].d);
+        acc[0][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[c]), _mm256_mul_ps(d, da), acc[0][c]);
+        acc[0][c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[c]), _mm256_mul_ps(dmin, da), acc[0][c]);
       }
     }
     store_halves(out, out_stride, nrows, g, h0, c0, acc);
