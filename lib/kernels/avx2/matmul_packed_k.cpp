@@ -6,11 +6,11 @@
 // Q4_K: a sub-block of 32 is 8 nibble slices; their vpmaddubsw pairs
 // (at most 2 x 15 x 128) sum in int16 over all 8, and one vpmaddwd against
 // the row's 6-bit scale, placed in both int16 halves of its 32-bit slot,
-// gives scale x dot in int32. The mins term is one vpmaddwd per sub-block
-// (wider tiles: the row's min in both halves against the activation's two
-// bsums of the sub-block) or per pair of sub-blocks (one column: the two
-// mins against the two sums per 32). Float work: two FMAs per super-block
-// (d and dmin).
+// gives scale x dot in int32. A run of 32 bytes per row holds two
+// sub-blocks (low and high nibbles), so each line is loaded once for both.
+// The mins term is one vpmaddwd per pair of sub-blocks: the two mins as the
+// int16 halves of a row's slot against the activation's two sums per 32.
+// Float work: two FMAs per super-block (d and dmin).
 //
 // Q6_K: weights are unsigned 6-bit q (value q - 32), rebuilt per slice
 // from a nibble slice and a 2-bit slice. A vpmaddubsw pair reaches
@@ -33,17 +33,35 @@ namespace {
 // A 16-bit value per slot copied into both halves of its slot.
 inline __m256i both_halves(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
 
+// The mins of sub-blocks 2j and 2j + 1 of half h of a Q4_K super-block as
+// the int16 halves of each row's slot. Both mins' low 4 bits are the
+// nibbles of one byte: (b | b << 12) puts them at bits 0-3 and 16-19; their
+// top bits (bits 6-7 of the scale bytes, packed.h) go to 4-5 and 20-21.
+inline __m256i q4k_mins_pair(const uint8_t* sb, int j, int h) {
+  const __m256i se = rows_u8(sb + kQ4KScales + 16 * (2 * j) + 8 * h);
+  const __m256i so = rows_u8(sb + kQ4KScales + 16 * (2 * j + 1) + 8 * h);
+  const __m256i ml = rows_u8(sb + kQ4KMinsLow + 16 * j + 8 * h);
+  const __m256i low = _mm256_and_si256(_mm256_or_si256(ml, _mm256_slli_epi32(ml, 12)), _mm256_set1_epi32(0x000F000F));
+  const __m256i top = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(se, 2), _mm256_slli_epi32(so, 14)),
+                                       _mm256_set1_epi32(0x00300030));
+  return _mm256_or_si256(low, top);
+}
+
+// The activation's sums per 32 of a super-block: sub-blocks 2j and 2j + 1
+// as the int16 halves of pairs[j] (bsums are sums per 16), to multiply
+// q4k_mins_pair.
+inline void sums_per_32(const BlockQ8_K& a, int32_t (&pairs)[4]) {
+  const auto* bs = reinterpret_cast<const __m128i*>(a.bsums);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(pairs), _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1)));
+}
 
 template <OnePrefetch P = OnePrefetch::t0>
 struct Q4KTile : KTile {
   // One column, both halves in one pass (gemm_k), run by run: each line of
   // a run is loaded once and feeds both of its sub-blocks (low nibbles 2j,
-  // high nibbles 2j + 1), and the pair's mins come as the two int16 halves
-  // of each row's slot, so that one vpmaddwd against the activation's sums
-  // per 32 gives the row's mins term for both. Per super-block that is half
-  // the line loads and half the mins work of the per-sub-block form below,
-  // which the wider tiles keep (at 2 or more columns this form's
-  // accumulators do not fit the 16 registers).
+  // high nibbles 2j + 1). Wider tiles run the same order one half at a
+  // time (run_half): for both halves their accumulators would not fit the
+  // 16 registers.
   void run_one(int g, int c0) const {
     const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(act + static_cast<size_t>(c0) * act_stride);
     const uint8_t* grp = group(g);
@@ -52,11 +70,8 @@ struct Q4KTile : KTile {
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       prefetch_super<P, 1, kQ4KSuperBytes>(sb, b, 0);
-      // The activation's sums per 32: sub-blocks 2j and 2j + 1 as the int16
-      // halves of pair_sums[j] (bsums are sums per 16).
-      alignas(16) int32_t pair_sums[4];
-      const auto* bs = reinterpret_cast<const __m128i*>(a[b].bsums);
-      _mm_store_si128(reinterpret_cast<__m128i*>(pair_sums), _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1)));
+      int32_t pair_sums[4];
+      sums_per_32(a[b], pair_sums);
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       __m256i summ[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) {
@@ -87,13 +102,7 @@ struct Q4KTile : KTile {
           const __m256i m63 = _mm256_set1_epi32(63);
           sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(even[h], both_halves(_mm256_and_si256(se, m63))));
           sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(odd[h], both_halves(_mm256_and_si256(so, m63))));
-          // Both mins' low 4 bits are the nibbles of one byte: (b | b << 12)
-          // puts them at bits 0-3 and 16-19; the top bits go to 4-5 and 20-21.
-          const __m256i ml = rows_u8(sb + kQ4KMinsLow + 16 * j + 8 * h);
-          const __m256i low = _mm256_and_si256(_mm256_or_si256(ml, _mm256_slli_epi32(ml, 12)), _mm256_set1_epi32(0x000F000F));
-          const __m256i top = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(se, 2), _mm256_slli_epi32(so, 14)),
-                                               _mm256_set1_epi32(0x00300030));
-          summ[h] = _mm256_add_epi32(summ[h], _mm256_madd_epi16(_mm256_or_si256(low, top), pair));
+          summ[h] = _mm256_add_epi32(summ[h], _mm256_madd_epi16(q4k_mins_pair(sb, j, h), pair));
         }
       }
       const __m256 da = _mm256_set1_ps(a[b].d);
@@ -119,9 +128,13 @@ struct Q4KTile : KTile {
     }
   }
 
-  // Half h0 (8 rows) of group g times C columns, sub-block by sub-block:
-  // the half's 8 slices of a sub-block stay in registers while every column
-  // passes over them.
+  // Half h0 (8 rows) of group g times C columns, run by run as run_one: each
+  // line of the half is loaded and split into its two nibble slices once,
+  // for both sub-blocks and every column. The mins term is summed after the
+  // runs, so that the runs' accumulators (two int16 dots per column) and
+  // each column's sum fit the 16 registers up to kColTile columns. keep()
+  // holds each column's sums in place: without it GCC hoists the
+  // activation broadcasts of whole runs and spills them.
   template <int C>
   void run_half(int g, int h0, int c0) const {
     const uint8_t* grp = group(g);
@@ -133,37 +146,42 @@ struct Q4KTile : KTile {
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
       prefetch_super<P, C, kQ4KSuperBytes>(sb, b, h0);
-      __m256i sumi[C], summ[C];
-      for (int c = 0; c < C; ++c) sumi[c] = summ[c] = _mm256_setzero_si256();
-      for (int s = 0; s < 8; ++s) {
-        const uint8_t* run = sb + kQ4KNibbles + 512 * (s / 2);
-        __m256i q[8];
+      __m256i sumi[C];
+      for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {
+        const uint8_t* run = sb + kQ4KNibbles + 512 * j;
+        __m256i even[C], odd[C];
         for (int m = 0; m < 8; ++m) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * m + 32 * h0));
-          q[m] = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, nib);
-        }
-        __m256i dot[C];
-        for (int c = 0; c < C; ++c) {
-          const int8_t* x = a[c][b].qs + 32 * s;
-          __m256i d = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(x)));
-          for (int m = 1; m < 8; ++m) {
-            d = _mm256_add_epi16(d, _mm256_maddubs_epi16(q[m], _mm256_set1_epi32(load_i32(x + 4 * m))));
-            if constexpr (C <= 4) keep(d);  // at 5-6 columns GCC's own order measured faster
+          const __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+          for (int c = 0; c < C; ++c) {
+            const int8_t* x = a[c][b].qs + 64 * j + 4 * m;
+            const __m256i pe = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(x)));
+            const __m256i po = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(x + 32)));
+            if (m == 0) {
+              even[c] = pe, odd[c] = po;
+            } else {
+              even[c] = _mm256_add_epi16(even[c], pe), odd[c] = _mm256_add_epi16(odd[c], po);
+            }
+            keep(even[c]), keep(odd[c]);
           }
-          dot[c] = d;
         }
-        const __m256i sc_byte = rows_u8(sb + kQ4KScales + 16 * s + 8 * h0);
-        const __m256i sc = both_halves(_mm256_and_si256(sc_byte, _mm256_set1_epi32(63)));
-        // The min: low 4 bits from its nibble, top 2 from the scale byte's bits 6-7.
-        __m256i lo = rows_u8(sb + kQ4KMinsLow + 16 * (s / 2) + 8 * h0);
-        if (s % 2) lo = _mm256_srli_epi32(lo, 4);
-        const __m256i mn = both_halves(
-            _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
-                            _mm256_srli_epi32(_mm256_and_si256(sc_byte, _mm256_set1_epi32(0xC0)), 2)));
+        const __m256i m63 = _mm256_set1_epi32(63);
+        const __m256i se = both_halves(_mm256_and_si256(rows_u8(sb + kQ4KScales + 16 * (2 * j) + 8 * h0), m63));
+        const __m256i so = both_halves(_mm256_and_si256(rows_u8(sb + kQ4KScales + 16 * (2 * j + 1) + 8 * h0), m63));
         for (int c = 0; c < C; ++c) {
-          sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(dot[c], sc));
-          summ[c] = _mm256_add_epi32(summ[c], _mm256_madd_epi16(mn, _mm256_set1_epi32(load_i32(a[c][b].bsums + 2 * s))));
+          sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(even[c], se), _mm256_madd_epi16(odd[c], so)));
+          keep(sumi[c]);
         }
+      }
+      // The mins term, pair by pair as run_one's.
+      int32_t pair_sums[C][4];
+      __m256i summ[C];
+      for (int c = 0; c < C; ++c) sums_per_32(a[c][b], pair_sums[c]), summ[c] = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {
+        const __m256i mn = q4k_mins_pair(sb, j, h0);
+        for (int c = 0; c < C; ++c)
+          summ[c] = _mm256_add_epi32(summ[c], _mm256_madd_epi16(mn, _mm256_set1_epi32(pair_sums[c][j])));
       }
       const uint8_t* dp = sb + 16 * h0;
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dp)));
