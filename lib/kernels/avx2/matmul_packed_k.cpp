@@ -33,6 +33,13 @@ namespace {
 // A 16-bit value per slot copied into both halves of its slot.
 inline __m256i both_halves(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
 
+// Sub-block s's 6-bit scales of half h of a Q4_K super-block, in both int16
+// halves of each row's slot (a scale byte's bits 6-7 are its min's top
+// bits, packed.h).
+inline __m256i q4k_scales(const uint8_t* sb, int s, int h) {
+  return both_halves(_mm256_and_si256(rows_u8(sb + kQ4KScales + 16 * s + 8 * h), _mm256_set1_epi32(63)));
+}
+
 // The mins of sub-blocks 2j and 2j + 1 of half h of a Q4_K super-block as
 // the int16 halves of each row's slot. Both mins' low 4 bits are the
 // nibbles of one byte: (b | b << 12) puts them at bits 0-3 and 16-19; their
@@ -95,13 +102,8 @@ struct Q4KTile : KTile {
         }
         const __m256i pair = _mm256_set1_epi32(pair_sums[j]);
         for (int h = 0; h < 2; ++h) {
-          // Scale bytes of sub-blocks 2j and 2j + 1: the scale in bits 0-5,
-          // the min's top 2 bits in 6-7 (packed.h).
-          const __m256i se = rows_u8(sb + kQ4KScales + 16 * (2 * j) + 8 * h);
-          const __m256i so = rows_u8(sb + kQ4KScales + 16 * (2 * j + 1) + 8 * h);
-          const __m256i m63 = _mm256_set1_epi32(63);
-          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(even[h], both_halves(_mm256_and_si256(se, m63))));
-          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(odd[h], both_halves(_mm256_and_si256(so, m63))));
+          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(even[h], q4k_scales(sb, 2 * j, h)));
+          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(odd[h], q4k_scales(sb, 2 * j + 1, h)));
           summ[h] = _mm256_add_epi32(summ[h], _mm256_madd_epi16(q4k_mins_pair(sb, j, h), pair));
         }
       }
@@ -166,9 +168,7 @@ struct Q4KTile : KTile {
             keep(even[c]), keep(odd[c]);
           }
         }
-        const __m256i m63 = _mm256_set1_epi32(63);
-        const __m256i se = both_halves(_mm256_and_si256(rows_u8(sb + kQ4KScales + 16 * (2 * j) + 8 * h0), m63));
-        const __m256i so = both_halves(_mm256_and_si256(rows_u8(sb + kQ4KScales + 16 * (2 * j + 1) + 8 * h0), m63));
+        const __m256i se = q4k_scales(sb, 2 * j, h0), so = q4k_scales(sb, 2 * j + 1, h0);
         for (int c = 0; c < C; ++c) {
           sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(even[c], se), _mm256_madd_epi16(odd[c], so)));
           keep(sumi[c]);
