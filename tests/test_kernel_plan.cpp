@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,21 @@ const std::string& q4_model() {
     return p;
   }();
   return path;
+}
+
+// Runs the brisk CLI ($BRISK_BIN) with args, stdout and stderr to a file
+// in dir: its exit code and what it printed.
+std::pair<int, std::string> run_cli(const TempDir& dir, const std::string& args) {
+  const char* bin = std::getenv("BRISK_BIN");
+  REQUIRE(bin);
+  const std::string out = (dir.path / "out.txt").string();
+  const std::string cmd = std::string(bin) + " " + args + " >" + out + " 2>&1 </dev/null";
+  const int st = std::system(cmd.c_str());
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  INFO(text);
+  CHECK(WIFEXITED(st));
+  return {WEXITSTATUS(st), text};
 }
 
 struct Opened {
@@ -416,19 +432,9 @@ TEST_CASE("the plan key names the machine and the model's shapes", "[plan]") {
 }
 
 TEST_CASE("brisk tune measures, caches and prints the plan, and run -v and bench print the plan in use", "[plan][cli]") {
-  const char* bin = std::getenv("BRISK_BIN");
-  REQUIRE(bin);
   TempDir dir;
-  const std::string cache = (dir.path / "cache").string(), out = (dir.path / "out.txt").string();
-  auto run = [&](const std::string& args) {
-    const std::string cmd = std::string(bin) + " " + args + " >" + out + " 2>&1 </dev/null";
-    const int st = std::system(cmd.c_str());
-    std::ifstream in(out);
-    const std::string text((std::istreambuf_iterator<char>(in)), {});
-    INFO(text);
-    CHECK(WIFEXITED(st));
-    return std::make_pair(WEXITSTATUS(st), text);
-  };
+  const std::string cache = (dir.path / "cache").string();
+  auto run = [&](const std::string& args) { return run_cli(dir, args); };
   auto [code, text] = run("tune -m " + q4_model() + " -t 2 --plan-cache " + cache + " --json");
   REQUIRE(code == 0);
   const nlohmann::json j = nlohmann::json::parse(text);
@@ -449,6 +455,42 @@ TEST_CASE("brisk tune measures, caches and prints the plan, and run -v and bench
   CHECK(text.find("--plan") != std::string::npos);
   std::tie(code, text) = run("tune -m " + (dir.path / "missing.gguf").string() + " --plan-cache " + cache);
   CHECK(code == 1);
+}
+
+TEST_CASE("brisk bench runs each plan of a --plan list, labelled, and checks the lists", "[plan][cli]") {
+  TempDir dir;
+  const std::string cache = (dir.path / "cache").string();
+  const std::string common = "bench -m " + q4_model() + " -t 2 -r 1 -n 4 --window 2 --prompt-tokens 8 "
+                             "--bandwidth-mib 0 --no-history ";
+  auto [code, text] = run_cli(dir, common + "--json --interleave --plan fixed,auto --plan-cache " + cache);
+  REQUIRE(code == 0);
+  std::vector<nlohmann::json> rows;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '{') rows.push_back(nlohmann::json::parse(line));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["plan"] == "fixed");
+  CHECK(rows[0]["kernel_plan"].get<std::string>().find("kernel plan: fixed") != std::string::npos);
+  CHECK(rows[1]["plan"] == "auto");
+  CHECK(rows[1]["kernel_plan"].get<std::string>().find("measured") != std::string::npos);
+  CHECK(plan_files(cache).size() == 1);
+  for (const nlohmann::json& r : rows) CHECK(r["gen_tokens_per_s"].get<double>() > 0);
+
+  // Cache directories pair with the modes; labels name them when they differ.
+  const std::string other = (dir.path / "other").string();
+  std::tie(code, text) = run_cli(dir, common + "--plan auto --plan-cache " + cache + "," + other);
+  CHECK(code == 0);
+  CHECK(text.find("auto:" + cache) != std::string::npos);
+  CHECK(text.find("auto:" + other) != std::string::npos);
+  CHECK(text.find("kernel plan: cached") != std::string::npos);  // the first directory's, made above
+  CHECK(plan_files(other).size() == 1);
+
+  std::tie(code, text) = run_cli(dir, common + "--plan fixed,auto,measure --plan-cache a,b");
+  CHECK(code == 2);
+  CHECK(text.find("--plan-cache") != std::string::npos);
+  std::tie(code, text) = run_cli(dir, common + "--plan fixed,often");
+  CHECK(code == 2);
+  CHECK(text.find("--plan must be") != std::string::npos);
 }
 
 TEST_CASE("brisk.h: plan options are checked and the plan is readable through the C API", "[plan][capi]") {

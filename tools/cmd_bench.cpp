@@ -90,6 +90,16 @@ std::string default_history() {
   return dir + "/bench-history.jsonl";
 }
 
+// A comma-separated list's non-empty items.
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) v.push_back(item);
+  return v;
+}
+
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> v;
   std::stringstream ss(s);
@@ -233,7 +243,7 @@ int cmd_bench(int argc, char** argv) {
     ("history", "append results to this JSON-lines file", cxxopts::value<std::string>()->default_value(default_history()))
     ("no-history", "do not append to the history file")
     ("compare", "show the change against the last run of the same configuration")
-    ("interleave", "with several configurations (--parallel counts, cache types): run each one's repetition "
+    ("interleave", "with several configurations (--parallel counts, cache types, plans): run each one's repetition "
                    "together, the engines stepping in turns (8 steps each), each timed on its own clock, so that "
                    "changing machine load affects all alike (each one's peak RSS then includes every engine's cache)")
     ("bandwidth-mib", "before and after every repetition, measure the memory read bandwidth over a buffer of this "
@@ -242,7 +252,7 @@ int cmd_bench(int argc, char** argv) {
   // clang-format on
   add_threads_option(opts);
   add_json_option(opts, "on stdout instead of the table, one object per configuration");
-  add_load_options(opts);
+  add_load_options(opts, true);
   cxxopts::ParseResult args;
   int exit_code = 0;
   if (!parse_command("bench", opts, argc, argv, &args, &exit_code)) return exit_code;
@@ -265,16 +275,8 @@ int cmd_bench(int argc, char** argv) {
   };
   std::vector<CacheTypes> caches;
   {
-    auto split = [](const std::string& s) {
-      std::vector<std::string> v;
-      std::stringstream ss(s);
-      std::string item;
-      while (std::getline(ss, item, ','))
-        if (!item.empty()) v.push_back(item);
-      return v;
-    };
-    const std::vector<std::string> ks = split(args["cache-type-k"].as<std::string>());
-    const std::vector<std::string> vs = split(args["cache-type-v"].as<std::string>());
+    const std::vector<std::string> ks = split_list(args["cache-type-k"].as<std::string>());
+    const std::vector<std::string> vs = split_list(args["cache-type-v"].as<std::string>());
     if (ks.empty() || vs.empty() || (vs.size() != 1 && vs.size() != ks.size())) {
       std::fprintf(stderr, "brisk bench: error: give one --cache-type-v, or as many as --cache-type-k\n");
       return 2;
@@ -290,30 +292,69 @@ int cmd_bench(int argc, char** argv) {
     }
   }
 
-  // The model.
-  brisk_model* model = nullptr;
-  brisk_status st;
-  std::string model_name;
-  brisk_model_options mo;
-  brisk_model_options_init(&mo);
-  std::string plan_cache;
-  if (!apply_load_options(args, &mo, &plan_cache))
-    return usage_error("bench", "--plan must be auto, fixed or measure");
-  if (args.count("synthetic")) {
-    brisk_synthesize_options so;
-    brisk_synthesize_options_init(&so);
-    std::string shape = args["synthetic"].as<std::string>(), type = args["type"].as<std::string>();
-    so.shape = shape.c_str();
-    so.weight_type = type.c_str();
-    std::fprintf(stderr, "generating a synthetic %s model (%s)...\n", shape.c_str(), type.c_str());
-    st = brisk_model_open_synthetic(&so, &mo, &model);
-    model_name = "synthetic:" + shape;
-  } else {
-    const std::string path = args["model"].as<std::string>();
-    st = brisk_model_open(path.c_str(), &mo, &model);
-    model_name = std::filesystem::path(path).filename().string();
+  // The kernel plans: --plan modes and --plan-cache directories paired by
+  // position (a single entry of either goes with every entry of the other).
+  // Each opens the model anew: its own plan, its own repacked weights.
+  struct Plan {
+    std::string label, cache;
+    brisk_model_options mo;
+    brisk_model* model = nullptr;
+    std::string text;  // the plan in use (brisk_model_kernel_plan)
+  };
+  std::vector<Plan> plans;
+  {
+    brisk_model_options base;
+    brisk_model_options_init(&base);
+    apply_read_options(args, &base);
+    base.plan_threads = std::max(0, args["threads"].as<int>());  // plans measured with the threads that run
+    const std::vector<std::string> modes = args.count("plan") ? split_list(args["plan"].as<std::string>())
+                                                              : std::vector<std::string>{""};
+    const std::vector<std::string> dirs = args.count("plan-cache") ? split_list(args["plan-cache"].as<std::string>())
+                                                                   : std::vector<std::string>{""};
+    if (modes.empty() || dirs.empty() || (modes.size() > 1 && dirs.size() > 1 && modes.size() != dirs.size()))
+      return usage_error("bench", "give one --plan-cache, or as many as --plan");
+    const size_t n = std::max(modes.size(), dirs.size());
+    const char* env = std::getenv("BRISK_PLAN");
+    for (size_t i = 0; i < n; ++i) {
+      Plan p;
+      p.mo = base;
+      const std::string& mode = modes[modes.size() == 1 ? 0 : i];
+      if (!mode.empty() && !parse_plan_mode(mode, &p.mo.plan_mode))
+        return usage_error("bench", "--plan must be auto, fixed or measure (or a comma-separated list of them)");
+      p.cache = dirs[dirs.size() == 1 ? 0 : i];
+      p.label = !mode.empty() ? mode : env && *env ? env : "auto";
+      if (dirs.size() > 1) p.label += ":" + p.cache;
+      plans.push_back(p);
+    }
+    // Pointers into the vector only once it is complete.
+    for (Plan& p : plans) p.mo.plan_cache_dir = p.cache.empty() ? nullptr : p.cache.c_str();
   }
-  if (st != BRISK_OK) return report("bench", st);
+  brisk_status st = BRISK_OK;
+  std::string model_name;
+  for (Plan& p : plans) {
+    if (args.count("synthetic")) {
+      brisk_synthesize_options so;
+      brisk_synthesize_options_init(&so);
+      std::string shape = args["synthetic"].as<std::string>(), type = args["type"].as<std::string>();
+      so.shape = shape.c_str();
+      so.weight_type = type.c_str();
+      std::fprintf(stderr, "generating a synthetic %s model (%s)...\n", shape.c_str(), type.c_str());
+      st = brisk_model_open_synthetic(&so, &p.mo, &p.model);
+      model_name = "synthetic:" + shape;
+    } else {
+      const std::string path = args["model"].as<std::string>();
+      st = brisk_model_open(path.c_str(), &p.mo, &p.model);
+      model_name = std::filesystem::path(path).filename().string();
+    }
+    if (st != BRISK_OK) {
+      const int code = report("bench", st);
+      for (Plan& q : plans) brisk_model_close(q.model);
+      return code;
+    }
+    // Which kernels run: measured figures mean little without it.
+    p.text = kernel_plan_text(p.model);
+  }
+  brisk_model* model = plans[0].model;  // tokenizer and file facts: the same file for every plan
   char wtype[32] = "";
   brisk_model_weight_type(model, wtype, sizeof wtype, &needed);
 
@@ -344,12 +385,13 @@ int cmd_bench(int argc, char** argv) {
   }
 
   const bool json = args.count("json") > 0;
-  // Which kernels run: measured figures mean little without it.
-  const std::string kernel_plan = kernel_plan_text(model);
-  if (!json) std::fprintf(stderr, "%s", kernel_plan.c_str());
+  const bool plan_column = plans.size() > 1;
   if (!json)
-    std::printf("%-24s %-6s %-9s %3s %4s %8s %14s %22s %7s %9s %9s\n", "model", "type", "kv", "thr", "par", "prompt",
-                "prompt tok/s", "gen tok/s (min-max)", "bw use", "ttft ms", "RSS MiB");
+    for (const Plan& p : plans)
+      std::fprintf(stderr, "%s%s", plan_column ? ("plan " + p.label + ": ").c_str() : "", p.text.c_str());
+  if (!json)
+    std::printf("%-24s %-6s %-9s %3s %4s %8s %14s %22s %7s %9s %9s%s\n", "model", "type", "kv", "thr", "par", "prompt",
+                "prompt tok/s", "gen tok/s (min-max)", "bw use", "ttft ms", "RSS MiB", plan_column ? "  plan" : "");
   const int bw_mib = std::max(0, args["bandwidth-mib"].as<int>());
   const uint64_t model_bytes = brisk_model_file_size(model);
   // What a decode step reads: not the file (untied token embeddings are
@@ -364,6 +406,7 @@ int cmd_bench(int argc, char** argv) {
   struct Config {
     int parallel = 0;
     CacheTypes cache;
+    const Plan* plan = nullptr;
     brisk_engine* engine = nullptr;
     std::string desc;
     int threads = 0;
@@ -374,12 +417,14 @@ int cmd_bench(int argc, char** argv) {
     uint64_t peak_rss = 0;   // over this configuration's repetitions
   };
   std::vector<Config> configs;
-  for (const CacheTypes& ct : caches)
-    for (int p : parallels) {
-      configs.emplace_back();
-      configs.back().parallel = p;
-      configs.back().cache = ct;
-    }
+  for (const Plan& pl : plans)
+    for (const CacheTypes& ct : caches)
+      for (int p : parallels) {
+        configs.emplace_back();
+        configs.back().parallel = p;
+        configs.back().cache = ct;
+        configs.back().plan = &pl;
+      }
 
   auto create = [&](Config& c) -> bool {
     brisk_engine_options eo;
@@ -393,7 +438,7 @@ int cmd_bench(int argc, char** argv) {
     eo.no_pin = args.count("no-pin") ? 1 : 0;
     eo.pin_caller = !eo.no_pin;  // the CLI's own main thread: pinning it is ours to decide
     eo.cpu_list = cpu_list.empty() ? nullptr : cpu_list.c_str();
-    if ((st = brisk_engine_create(model, &eo, &c.engine)) != BRISK_OK) {
+    if ((st = brisk_engine_create(c.plan->model, &eo, &c.engine)) != BRISK_OK) {
       rc = report("bench", st);
       return false;
     }
@@ -401,7 +446,8 @@ int cmd_bench(int argc, char** argv) {
     brisk_engine_describe(c.engine, desc, sizeof desc, &needed);
     c.desc = desc;
     c.threads = static_cast<int>(brisk_engine_n_threads(c.engine));
-    progress.line("parallel " + std::to_string(c.parallel) + ": " + desc);
+    progress.line("parallel " + std::to_string(c.parallel) + (plan_column ? ", plan " + c.plan->label : "") + ": " +
+                  desc);
     return true;
   };
   // The read bandwidth with the engine's threads (0 when not measured).
@@ -485,7 +531,8 @@ int cmd_bench(int argc, char** argv) {
         {"peak_rss_bytes", c.peak_rss},
         {"model_bytes", model_bytes},
         {"decode_bytes", step_bytes},
-        {"kernel_plan", kernel_plan},
+        {"plan", c.plan->label},
+        {"kernel_plan", c.plan->text},
         {"brisk_version", brisk_version()},
         {"time", static_cast<long long>(std::time(nullptr))},
     };
@@ -536,9 +583,9 @@ int cmd_bench(int argc, char** argv) {
       if (bw_use > 0) std::snprintf(use, sizeof use, "%.0f%%", bw_use * 100);
       const std::string kv =
           c.cache.k_name == c.cache.v_name ? c.cache.k_name : c.cache.k_name + "/" + c.cache.v_name;
-      std::printf("%-24s %-6s %-9s %3d %4d %8zu %14.1f %22s %7s %9.1f %9.0f\n", model_name.substr(0, 24).c_str(), wtype,
+      std::printf("%-24s %-6s %-9s %3d %4d %8zu %14.1f %22s %7s %9.1f %9.0f%s\n", model_name.substr(0, 24).c_str(), wtype,
                   kv.c_str(), threads, parallel, prompt.size(), median(pp), range, use, median(ttft),
-                  c.peak_rss / 1048576.0);
+                  c.peak_rss / 1048576.0, plan_column ? ("  " + c.plan->label).c_str() : "");
       if (!bw.empty())
         std::fprintf(stderr, "  parallel %d: memory read bandwidth %.1f GB/s (%.1f-%.1f over %zu repetitions, each "
                              "the mean of reads of %d MiB before and after it); "
@@ -556,7 +603,8 @@ int cmd_bench(int argc, char** argv) {
         if (p.value("model", "") == j["model"] && p.value("weight_type", "") == j["weight_type"] &&
             p.value("threads", 0) == j["threads"] && p.value("parallel", 0) == j["parallel"] &&
             p.value("prompt_tokens", 0) == j["prompt_tokens"] && p.value("gen_tokens", 0) == j["gen_tokens"] &&
-            p.value("cache_type_k", "") == j["cache_type_k"] && p.value("cache_type_v", "") == j["cache_type_v"])
+            p.value("cache_type_k", "") == j["cache_type_k"] && p.value("cache_type_v", "") == j["cache_type_v"] &&
+            p.value("plan", j["plan"].get<std::string>()) == j["plan"])
           last = &p;
       if (!last) {
         std::fprintf(stderr, "  compare: no earlier run of this configuration in %s\n", history.c_str());
@@ -601,7 +649,7 @@ int cmd_bench(int argc, char** argv) {
       finish(c);
     }
   }
-  brisk_model_close(model);
+  for (Plan& p : plans) brisk_model_close(p.model);
   return rc;
 }
 

@@ -26,25 +26,34 @@ void apply_read_options(const cxxopts::ParseResult& args, Options* o) {
   o->no_mmap = args.count("no-mmap") ? 1 : 0;
 }
 
-inline void add_load_options(cxxopts::Options& opts) {
+// `lists`: the command takes comma-separated lists of plans (brisk bench).
+inline void add_load_options(cxxopts::Options& opts, bool lists = false) {
   add_read_options(opts, "the model");
-  opts.add_options()(
-      "plan", "kernel plan: auto (cached, else measured and cached), fixed (the ISA's baseline kernels, reproducible), "
-              "measure (measure again); default $BRISK_PLAN or auto",
-      cxxopts::value<std::string>())("plan-cache", "directory of cached kernel plans (default ~/.cache/brisk)",
-                                     cxxopts::value<std::string>());
+  const std::string plan =
+      "kernel plan: auto (cached, else measured and cached), fixed (the ISA's baseline kernels, reproducible), "
+      "measure (measure again); default $BRISK_PLAN or auto";
+  const std::string cache = "directory of cached kernel plans (default ~/.cache/brisk)";
+  opts.add_options()("plan", lists ? plan + "; a comma-separated list runs each, the model opened once per plan "
+                                            "(memory for each copy of the repacked weights)"
+                                   : plan,
+                     cxxopts::value<std::string>())(
+      "plan-cache", lists ? cache + "; one, or as many as --plan (a list of directories runs each)" : cache,
+      cxxopts::value<std::string>());
 }
 
-// Parses --plan; false (with a usage message printed by the caller) if unknown.
-inline bool plan_mode_arg(const cxxopts::ParseResult& args, int64_t* out) {
-  *out = BRISK_PLAN_DEFAULT;
-  if (!args.count("plan")) return true;
-  const std::string v = args["plan"].as<std::string>();
+// One --plan value; false if unknown.
+inline bool parse_plan_mode(const std::string& v, int64_t* out) {
   if (v == "auto") *out = BRISK_PLAN_AUTO;
   else if (v == "fixed") *out = BRISK_PLAN_FIXED;
   else if (v == "measure") *out = BRISK_PLAN_MEASURE;
   else return false;
   return true;
+}
+
+// Parses --plan; false (with a usage message printed by the caller) if unknown.
+inline bool plan_mode_arg(const cxxopts::ParseResult& args, int64_t* out) {
+  *out = BRISK_PLAN_DEFAULT;
+  return !args.count("plan") || parse_plan_mode(args["plan"].as<std::string>(), out);
 }
 
 // Sets mo's load options from args. The plan is measured with the threads
