@@ -47,13 +47,23 @@ void run_k_tile(const Tile& t, int g, int c0) {
 constexpr StreamPrefetch kQ4KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), 0, 0, 1};
 constexpr StreamPrefetch kQ6KOne{1, _MM_HINT_NTA, static_cast<int>(kPrefetchBytes), 1,
                                  static_cast<int>(kPrefetchBytes), 1};
+// The tiles of 2 or more columns prefetch each super-block's lines T0,
+// without page touches (slower there): at 2 columns as far ahead as one
+// column does (kNear), from 3 on twice as far (kFar). A tile of 3 or more
+// columns takes longer per super-block, so its prefetches run further ahead
+// to keep as many lines in flight; whole-engine decode of 4 sequences
+// measured faster so, of 2 alike. Variants for the planner: either
+// distance at every width (`.few.near`, `.few.far`).
+constexpr int kNear = static_cast<int>(kPrefetchBytes);
+constexpr int kFar = 2 * static_cast<int>(kPrefetchBytes);
 
 // Q4_K super-blocks (packed.h). Per sub-block of 32: 8 vpdpbusd per column
 // give each row's integer dot, which one FMA scales by the row's sub-block
 // scale into a per-column float sum; the super-block's d, dmin and the
 // activation's scale and sums finish it once per 256 weights.
 // kLean (Q4_K and Q6_K): the one-column tile in its lean form (run_one).
-template <StreamPrefetch P = kQ4KOne, bool kLean = false>
+// Near, Far: how far the tiles of 2 and of 3+ columns prefetch (kNear, kFar).
+template <StreamPrefetch P = kQ4KOne, bool kLean = false, int Near = kNear, int Far = kFar>
 struct Q4KTile : KTile {
   // Sub-block s's 16 row mins as lanes of two int16 halves, min_r in both:
   // one vpdpwssd against the activation's bsums 2s and 2s+1 gives
@@ -110,6 +120,7 @@ struct Q4KTile : KTile {
   // broadcast from the stack instead, it measured slower at 3 columns).
   template <int C>
   void run_few(int g, int c0) const {
+    static_assert(C >= 2, "one column runs run_one");
     const uint8_t* grp = group(g);
     const quant::BlockQ8_K* a[C];
     columns(c0, a);
@@ -118,7 +129,7 @@ struct Q4KTile : KTile {
     const __m512i lo = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* sb = grp + static_cast<size_t>(b) * kQ4KSuperBytes;
-      prefetch_weights<C, kQ4KSuperBytes>(sb + kPrefetchBytes);
+      prefetch_bytes<kQ4KSuperBytes>(sb + (C >= 3 ? Far : Near));
       __m512 t0[C], t1[C];
       __m512i mn_acc[C];
       __m512i b32[C];  // sums per 32 (sub-blocks 2j, 2j + 1 in word j of every 128-bit lane)
@@ -277,7 +288,7 @@ struct Q4KTile : KTile {
 // each sub-block of 16 (4 slices) gets its own integer dot and its row
 // scale; the -32 offset is removed once per super-block with the
 // activation's sums per 16.
-template <StreamPrefetch P = kQ6KOne, bool kLean = false>
+template <StreamPrefetch P = kQ6KOne, bool kLean = false, int Near = kNear, int Far = kFar>
 struct Q6KTile : KTile {
   // Up to kUnrollCols columns (decode of a few sequences), the sub-block
   // loop unrolled and with shorter dependency chains and nothing through the
@@ -299,7 +310,7 @@ struct Q6KTile : KTile {
       if constexpr (C == 1)
         stream_prefetch<P, kQ6KSuperBytes>(sb, b);
       else
-        prefetch_bytes<kQ6KSuperBytes>(sb + kPrefetchBytes);
+        prefetch_bytes<kQ6KSuperBytes>(sb + (C >= 3 ? Far : Near));
       __m512 t0[C], t1[C];
       __m512i offs[C];
       for (int c = 0; c < C; ++c) t0[c] = t1[c] = _mm512_setzero_ps(), offs[c] = _mm512_setzero_si512();
@@ -458,15 +469,20 @@ void gemm_q4_k_packed(int64_t k, const void* w, size_t w_stride, int nrows, cons
 }
 
 namespace {
-// The one-column prefetch schemes other than the default, and the lean
-// forms, as variants for the planner (kernels/variants.h). (The K-quant
-// tiles of 2-4 columns measured no faster reading one stream.)
+// The one-column prefetch schemes other than the default, the lean forms,
+// and the tiles of 2-4 columns with one prefetch distance at every width, as
+// variants for the planner (kernels/variants.h).
 template <class Tile>
 constexpr MatmulKernel kKKernel{TensorType::Q8_K, quantize_q8_k, gemm_k_packed<Tile>, nullptr, true};
 
 template <class Tile>
 constexpr KernelVariant k_one(const char* name) {
   return {name, Isa::avx512, true, 1, 1, &kKKernel<Tile>};
+}
+// 2-4 columns (a few sequences decoding together).
+template <class Tile>
+constexpr KernelVariant k_few(const char* name) {
+  return {name, Isa::avx512, true, 2, 4, &kKKernel<Tile>};
 }
 
 constexpr KernelVariant kQ4KVariants[] = {
@@ -479,6 +495,8 @@ constexpr KernelVariant kQ4KVariants[] = {
     k_one<Q4KTile<kTouch>>("avx512.packed.q4_k.touch"),
     k_one<Q4KTile<kQ4KOne, true>>("avx512.packed.q4_k.lean"),
     k_one<Q4KTile<kNeighbours4Hw>>("avx512.packed.q4_k.4n.hw"),
+    k_few<Q4KTile<kQ4KOne, false, kNear, kNear>>("avx512.packed.q4_k.few.near"),
+    k_few<Q4KTile<kQ4KOne, false, kFar, kFar>>("avx512.packed.q4_k.few.far"),
 };
 constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<kT0>>("avx512.packed.q6_k.t0"),
@@ -490,6 +508,8 @@ constexpr KernelVariant kQ6KVariants[] = {
     k_one<Q6KTile<kTouch>>("avx512.packed.q6_k.touch"),
     k_one<Q6KTile<kQ6KOne, true>>("avx512.packed.q6_k.lean"),
     k_one<Q6KTile<kNeighbours4Hw, true>>("avx512.packed.q6_k.lean.4n.hw"),
+    k_few<Q6KTile<kQ6KOne, false, kNear, kNear>>("avx512.packed.q6_k.few.near"),
+    k_few<Q6KTile<kQ6KOne, false, kFar, kFar>>("avx512.packed.q6_k.few.far"),
 };
 }  // namespace
 
