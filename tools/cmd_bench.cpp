@@ -314,7 +314,10 @@ int cmd_bench(int argc, char** argv) {
     if (modes.empty() || dirs.empty() || (modes.size() > 1 && dirs.size() > 1 && modes.size() != dirs.size()))
       return usage_error("bench", "give one --plan-cache, or as many as --plan");
     const size_t n = std::max(modes.size(), dirs.size());
+    // Without --plan the library takes $BRISK_PLAN, else auto.
     const char* env = std::getenv("BRISK_PLAN");
+    int64_t env_mode = 0;
+    const std::string default_label = env && parse_plan_mode(env, &env_mode) ? env : "auto";
     for (size_t i = 0; i < n; ++i) {
       Plan p;
       p.mo = base;
@@ -322,7 +325,7 @@ int cmd_bench(int argc, char** argv) {
       if (!mode.empty() && !parse_plan_mode(mode, &p.mo.plan_mode))
         return usage_error("bench", "--plan must be auto, fixed or measure (or a comma-separated list of them)");
       p.cache = dirs[dirs.size() == 1 ? 0 : i];
-      p.label = !mode.empty() ? mode : env && *env ? env : "auto";
+      p.label = !mode.empty() ? mode : default_label;
       if (dirs.size() > 1) p.label += ":" + p.cache;
       plans.push_back(p);
     }
