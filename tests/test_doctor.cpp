@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 
 #include "brisk/brisk.h"
 #include "brisk/brisk_experimental.h"
+#include "model/synthetic.h"
 #include "system/cgroup.h"
 #include "test_data.h"
 
@@ -130,6 +132,25 @@ TEST_CASE("doctor: a healthy machine is all OK", "[doctor]") {
   CHECK(r["fail"] == 0);
   CHECK(r["warn"] == 0);
   CHECK(r["threads"] == 2);  // physical cores, not the 4 SMT siblings
+}
+
+TEST_CASE("doctor: the memory a model needs counts its packed weights", "[doctor]") {
+  // Weights much larger than the KV cache and scratch: many layers, a short
+  // context. Every matrix is Q4_0, so a load packs them all into memory of
+  // its own, which the figure must count (the file's pages are released).
+  brisk::SyntheticShape s = brisk::find_synthetic_shape("tiny");
+  s.name = "doctor-deep";
+  s.n_embd = 512, s.n_layer = 16, s.n_ff = 2048, s.n_vocab = 512, s.n_ctx = 64;
+  const std::string model = (brisk::test::scratch_dir() / "doctor-deep-q4_0.gguf").string();
+  brisk::write_synthetic_model(s, brisk::TensorType::Q4_0, 5, model, 1);
+  const nlohmann::json r = doctor(healthy_tree("doctor-deep"), model);
+  INFO(value_of(r, "model"));
+  CHECK(status_of(r, "model") == "ok");
+  const std::string value = value_of(r, "memory");
+  INFO(value);
+  std::smatch mt;
+  REQUIRE(std::regex_search(value, mt, std::regex(R"(needs ([0-9]+) MiB)")));
+  CHECK(std::stod(mt[1].str()) >= static_cast<double>(fs::file_size(model)) / (1024 * 1024));
 }
 
 TEST_CASE("doctor: powersave, no turbo, swap in use, THP off and a spinning disk are warnings", "[doctor]") {

@@ -67,6 +67,9 @@ void check_kernel_plan(const Model& m, int threads, std::vector<Finding>* out) {
 
 // What the model needs with one sequence at its default context; 0 when
 // there is no model. A model that cannot be opened is a finding itself.
+// The engine's plan leaves out the packed weights (in a loaded engine they
+// are already allocated, and so already missing from the available memory);
+// here the model is closed before the memory is read, so they are added.
 uint64_t model_plan(const DoctorOptions& o, int threads, std::vector<Finding>* out) {
   if (o.model_path.empty()) return 0;
   try {
@@ -77,7 +80,7 @@ uint64_t model_plan(const DoctorOptions& o, int threads, std::vector<Finding>* o
     const MemoryPlan p = plan_engine_memory(*m, eo, resolve_context(*m, 0));
     out->push_back({"model", "ok", m->describe(), ""});
     check_kernel_plan(*m, threads, out);
-    return p.total();
+    return p.total() + m->weights().packed_bytes;
   } catch (const Error& e) {
     out->push_back({"model", "fail", e.what(), "check the path, or the file with 'brisk verify'"});
     return 0;
