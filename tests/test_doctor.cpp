@@ -225,3 +225,31 @@ TEST_CASE("doctor: default threads follow the quota", "[doctor]") {
   CHECK(brisk::sys::quota_limited_threads(8, 0.5) == 1);
   CHECK(brisk::sys::quota_limited_threads(4, 16) == 4);
 }
+
+TEST_CASE("doctor: measures how fast new memory becomes usable, against memory already touched", "[doctor]") {
+  brisk_doctor_options o;
+  brisk_doctor_options_init(&o);
+  o.n_threads = 2;
+  o.load_seconds = 0;  // no throttling test
+  brisk_doctor_report* rep = nullptr;
+  REQUIRE(brisk_doctor_run(&o, &rep) == BRISK_OK);
+  size_t needed = 0;
+  brisk_doctor_report_json(rep, nullptr, 0, &needed);
+  std::string text(needed, '\0');
+  REQUIRE(brisk_doctor_report_json(rep, text.data(), text.size(), &needed) == BRISK_OK);
+  brisk_doctor_report_free(rep);
+  text.resize(needed - 1);
+  const nlohmann::json r = nlohmann::json::parse(text);
+  const std::string status = status_of(r, "new memory"), value = value_of(r, "new memory");
+  INFO(value);
+  REQUIRE((status == "ok" || status == "warn"));
+  CHECK(value.find("on first touch") != std::string::npos);
+  CHECK(value.find("already touched is written at") != std::string::npos);
+  // Both rates are figures, not placeholders.
+  std::smatch mt;
+  REQUIRE(std::regex_search(value, mt, std::regex(R"(usable at ([0-9.]+) GB/s.* written at ([0-9.]+) GB/s)")));
+  CHECK(std::stod(mt[1].str()) > 0);
+  CHECK(std::stod(mt[2].str()) > 0);
+  if (status == "warn") CHECK(advice_of(r, "new memory").find("one process running") != std::string::npos);
+  CHECK(value.find("loading this model") == std::string::npos);  // no model given
+}

@@ -74,8 +74,9 @@ typedef struct brisk_doctor_options {
   uint32_t n_threads;  /* threads for the measurements; 0: brisk's default */
   /* Seconds of sustained load in the throttling test. Default 20; 0 skips it. */
   double load_seconds;
-  /* Non-zero (default): also measure memory bandwidth, the model's read
-   * speed and throttling, and ask the OS for AMX; 0: only read files. */
+  /* Non-zero (default): also measure memory bandwidth, how fast new memory
+   * becomes usable, the model's read speed and throttling, and ask the OS
+   * for AMX; 0: only read files. */
   int32_t measure;
   brisk_progress_fn progress_fn; /* stage "doctor", units: seconds of load; may be NULL */
   void *progress_user_data;

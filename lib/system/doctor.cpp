@@ -99,6 +99,7 @@ nlohmann::ordered_json doctor(const DoctorOptions& o) {
   // On this machine, exactly what a thread pool would pick (hwloc's allowed
   // cores, which an affinity mask or cpuset may narrow).
   if (o.root.empty() && o.n_threads <= 0) threads = default_thread_count(physical_core_count());
+  const NewMemory new_memory = o.measure ? probe_new_memory(threads) : NewMemory{};
   check_cpu(o, cpu, &f);
   check_cores(o, cores, cpus, quota, threads, &f);
   check_frequency(o, &f);
@@ -108,6 +109,7 @@ nlohmann::ordered_json doctor(const DoctorOptions& o) {
   if (o.measure) {
     measure_disk(o, &f);
     measure_bandwidth(o, threads, &f);
+    report_new_memory(new_memory, plan, &f);
     measure_throttling(o, threads, &f);
   }
   nlohmann::ordered_json j;

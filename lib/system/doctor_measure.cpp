@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The checks of `brisk doctor` that measure: the model file's read speed,
-// memory read bandwidth against what the DIMMs should give, and a sustained
-// load that shows whether the CPU throttles.
+// memory read bandwidth against what the DIMMs should give, how fast new
+// memory becomes usable, and a sustained load that shows whether the CPU
+// throttles.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/huge_pages.h"
+#include "engine/memory_plan.h"
 #include "system/doctor.h"
 #include "system/sysfs.h"
 #include "threads/read_bandwidth.h"
@@ -120,6 +123,56 @@ void measure_bandwidth(const DoctorOptions& o, int threads, std::vector<Finding>
                  "not streaming memory, and try more threads";
   }
   f.value += " (decoding reads every weight once per token, so this caps its speed)";
+  out->push_back(f);
+}
+
+// A load writes fresh memory, the packed weights and the KV cache, and the
+// kernel makes each page usable (zeroed) when it is first touched. On a bare
+// machine that runs near memset speed; under a hypervisor that backs guest
+// memory only when the guest first touches it, or takes freed memory back,
+// it can be tens of times slower, and then it, not the disk, sets how long
+// every start of brisk takes. The probe writes a buffer of the kind those use
+// (HugePageBuffer) with `threads` threads, as the packing does, then writes
+// it again for the rate of memory already touched.
+NewMemory probe_new_memory(int threads) {
+  constexpr size_t kBytes = size_t{256} << 20;
+  HugePageBuffer buf(kBytes, "the new-memory probe");
+  auto write_all = [&](int value) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    const size_t part = kBytes / static_cast<size_t>(threads);
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const size_t from = part * static_cast<size_t>(t);
+        std::memset(buf.data() + from, value, t + 1 == threads ? kBytes - from : part);
+      });
+    for (auto& th : pool) th.join();
+    return static_cast<double>(kBytes) / std::max(seconds_since(t0), 1e-9) / 1e9;
+  };
+  NewMemory m;
+  m.fresh_gbs = write_all(1);
+  m.touched_gbs = write_all(2);
+  return m;
+}
+
+void report_new_memory(const NewMemory& m, uint64_t plan_bytes, std::vector<Finding>* out) {
+  Finding f{"new memory", "ok",
+            "new memory becomes usable at " + gbs(m.fresh_gbs) +
+                " on first touch (memory already touched is written at " + gbs(m.touched_gbs) + ")",
+            ""};
+  if (plan_bytes > 0) {
+    char v[96];
+    std::snprintf(v, sizeof v, "; loading this model needs about %s of it (weights, KV cache): about %.1f s",
+                  format_bytes(plan_bytes).c_str(), static_cast<double>(plan_bytes) / 1e9 / m.fresh_gbs);
+    f.value += v;
+  }
+  if (m.fresh_gbs < 2.0 && m.fresh_gbs * 10 < m.touched_gbs) {
+    f.status = "warn";
+    f.advice = "the system is slow to hand out new memory (typical of a virtual machine whose host backs guest "
+               "memory on first use or takes freed memory back), so every start pays it for the weights and the KV "
+               "cache: keep one process running (brisk serve, or one brisk_model shared by your program) rather "
+               "than starting brisk per request; a shorter context (-c) needs less of it";
+  }
   out->push_back(f);
 }
 
