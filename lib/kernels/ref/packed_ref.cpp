@@ -95,19 +95,7 @@ void unpack_q4_k(const uint8_t* group, int nrows, int64_t k, uint8_t* rows, size
   }
 }
 
-// Q6_K: GGUF's ql/qh to the 256 unsigned 6-bit values, in weight order, and back.
-void q6_k_values(const BlockQ6_K& x, uint8_t* q) {
-  for (int h = 0; h < 2; ++h) {
-    const uint8_t* ql = x.ql + 64 * h;
-    const uint8_t* qh = x.qh + 32 * h;
-    for (int l = 0; l < 32; ++l) {
-      q[128 * h + l] = static_cast<uint8_t>((ql[l] & 0xF) | ((qh[l] & 3) << 4));
-      q[128 * h + l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-      q[128 * h + l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-      q[128 * h + l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-    }
-  }
-}
+// Q6_K: the 256 unsigned 6-bit values, in weight order, to GGUF's ql/qh.
 void q6_k_from_values(const uint8_t* q, BlockQ6_K* x) {
   for (int h = 0; h < 2; ++h) {
     uint8_t* ql = x->ql + 64 * h;
@@ -132,29 +120,32 @@ Q6Pos q6_pos(int w, int r) {
   return {q6k_lo_offset(j, m) + 4 * r + i, q6k_hi_offset(h, m) + 4 * r + i, 4 * half, 2 * s};
 }
 
+// Straight from GGUF's planes (quant/blocks.h): for half h and position w
+// (0..31) of its 32, ql[64h + w] holds the low 4 bits of weights 128h + w
+// (low nibble) and 128h + 64 + w (high nibble), ql[64h + 32 + w] those of
+// 128h + 32 + w and 128h + 96 + w, and qh[32h + w] the top 2 bits of
+// 128h + 32s + w in bits 2s..2s+1: already the layout's high-bits byte. So a
+// slice's 4 bytes are one 32-bit copy (high bits) and two masks and shifts
+// (the nibbles of runs 2h and 2h + 1), not 256 values built one by one.
 void pack_q6_k(const uint8_t* rows, size_t row_stride, int nrows, int64_t k, uint8_t* group) {
-  uint8_t q[256];
+  auto load32 = [](const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  };
+  auto store32 = [](uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); };
   for (int r = 0; r < nrows; ++r) {
     const auto* x = reinterpret_cast<const BlockQ6_K*>(rows + static_cast<size_t>(r) * row_stride);
     for (int64_t b = 0; b < k / 256; ++b) {
       uint8_t* sb = group + static_cast<size_t>(b) * kQ6KSuperBytes;
       std::memcpy(sb + 2 * r, &x[b].d, 2);
       for (int s = 0; s < 16; ++s) sb[32 + 16 * s + r] = static_cast<uint8_t>(x[b].scales[s]);
-      q6_k_values(x[b], q);
-      // Each byte of the layout at once (packed.h): a nibble byte holds
-      // weights 64j + 4m + i and 64j + 32 + 4m + i, a high-bits byte the top
-      // two bits of 128h + 32s + 4m + i for s = 0..3.
-      for (int m = 0; m < 8; ++m)
-        for (int i = 0; i < 4; ++i) {
-          const int w = 4 * m + i;
-          for (int j = 0; j < 4; ++j)
-            sb[q6k_lo_offset(j, m) + 4 * r + i] =
-                static_cast<uint8_t>((q[64 * j + w] & 0xF) | (q[64 * j + 32 + w] & 0xF) << 4);
-          for (int h = 0; h < 2; ++h) {
-            const uint8_t* v = q + 128 * h + w;
-            sb[q6k_hi_offset(h, m) + 4 * r + i] =
-                static_cast<uint8_t>(v[0] >> 4 | (v[32] >> 4) << 2 | (v[64] >> 4) << 4 | (v[96] >> 4) << 6);
-          }
+      for (int h = 0; h < 2; ++h)
+        for (int m = 0; m < 8; ++m) {
+          const uint32_t a = load32(x[b].ql + 64 * h + 4 * m), c = load32(x[b].ql + 64 * h + 32 + 4 * m);
+          store32(sb + q6k_hi_offset(h, m) + 4 * r, load32(x[b].qh + 32 * h + 4 * m));
+          store32(sb + q6k_lo_offset(2 * h, m) + 4 * r, (a & 0x0F0F0F0Fu) | (c & 0x0F0F0F0Fu) << 4);
+          store32(sb + q6k_lo_offset(2 * h + 1, m) + 4 * r, (a >> 4 & 0x0F0F0F0Fu) | (c & 0xF0F0F0F0u));
         }
     }
   }
