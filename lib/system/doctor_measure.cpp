@@ -161,7 +161,7 @@ void report_new_memory(const NewMemory& m, uint64_t plan_bytes, std::vector<Find
                 " on first touch (memory already touched is written at " + gbs(m.touched_gbs) + ")",
             ""};
   if (plan_bytes > 0) {
-    char v[96];
+    char v[128];
     std::snprintf(v, sizeof v, "; loading this model needs about %s of it (weights, KV cache): about %.1f s",
                   format_bytes(plan_bytes).c_str(), static_cast<double>(plan_bytes) / 1e9 / m.fresh_gbs);
     f.value += v;
