@@ -50,13 +50,8 @@ fs::path healthy_tree(const std::string& name) {
   return root;
 }
 
-nlohmann::json doctor(const fs::path& root, const std::string& model) {
-  brisk_doctor_options o;
-  brisk_doctor_options_init(&o);
-  const std::string r = root.string();
-  o.root = r.c_str();
-  o.model_path = model.empty() ? nullptr : model.c_str();
-  o.measure = 0;
+// The doctor's report, as JSON, for these options.
+nlohmann::json run_doctor(const brisk_doctor_options& o) {
   brisk_doctor_report* rep = nullptr;
   REQUIRE(brisk_doctor_run(&o, &rep) == BRISK_OK);
   size_t needed = 0;
@@ -66,6 +61,17 @@ nlohmann::json doctor(const fs::path& root, const std::string& model) {
   brisk_doctor_report_free(rep);
   text.resize(needed - 1);
   return nlohmann::json::parse(text);
+}
+
+// The checks that read files, on the tree at root.
+nlohmann::json doctor(const fs::path& root, const std::string& model) {
+  brisk_doctor_options o;
+  brisk_doctor_options_init(&o);
+  const std::string r = root.string();
+  o.root = r.c_str();
+  o.model_path = model.empty() ? nullptr : model.c_str();
+  o.measure = 0;
+  return run_doctor(o);
 }
 
 std::string status_of(const nlohmann::json& report, const std::string& check) {
@@ -231,15 +237,7 @@ TEST_CASE("doctor: measures how fast new memory becomes usable, against memory a
   brisk_doctor_options_init(&o);
   o.n_threads = 2;
   o.load_seconds = 0;  // no throttling test
-  brisk_doctor_report* rep = nullptr;
-  REQUIRE(brisk_doctor_run(&o, &rep) == BRISK_OK);
-  size_t needed = 0;
-  brisk_doctor_report_json(rep, nullptr, 0, &needed);
-  std::string text(needed, '\0');
-  REQUIRE(brisk_doctor_report_json(rep, text.data(), text.size(), &needed) == BRISK_OK);
-  brisk_doctor_report_free(rep);
-  text.resize(needed - 1);
-  const nlohmann::json r = nlohmann::json::parse(text);
+  const nlohmann::json r = run_doctor(o);
   const std::string status = status_of(r, "new memory"), value = value_of(r, "new memory");
   INFO(value);
   REQUIRE((status == "ok" || status == "warn"));
