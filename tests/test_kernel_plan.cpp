@@ -54,6 +54,17 @@ const std::string& q4_model() {
   return path;
 }
 
+// The JSON documents among a command's output lines (those starting with
+// '{'); stderr may add warnings between them, as a slow machine (or one under
+// emulation) reaching the planning budget does.
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '{') rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
 // Runs the brisk CLI ($BRISK_BIN) with args, stdout and stderr to a file
 // in dir: its exit code and what it printed.
 std::pair<int, std::string> run_cli(const TempDir& dir, const std::string& args) {
@@ -437,13 +448,9 @@ TEST_CASE("brisk tune measures, caches and prints the plan, and run -v and bench
   auto run = [&](const std::string& args) { return run_cli(dir, args); };
   auto [code, text] = run("tune -m " + q4_model() + " -t 2 --plan-cache " + cache + " --json");
   REQUIRE(code == 0);
-  // The JSON line: stderr may add a warning (a slow machine, or one under
-  // emulation, runs into the time budget).
-  std::string json_line;
-  std::istringstream lines(text);
-  for (std::string line; json_line.empty() && std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{') json_line = line;
-  const nlohmann::json j = nlohmann::json::parse(json_line);
+  const std::vector<nlohmann::json> docs = json_lines(text);
+  REQUIRE(docs.size() == 1);
+  const nlohmann::json& j = docs[0];
   REQUIRE(j.at("plan").size() >= 2);
   CHECK(j["plan"][0].get<std::string>().find("measured") != std::string::npos);
   CHECK(j["plan"][1].get<std::string>().find("q4_0") != std::string::npos);
@@ -470,10 +477,7 @@ TEST_CASE("brisk bench runs each plan of a --plan list, labelled, and checks the
                              "--bandwidth-mib 0 --no-history ";
   auto [code, text] = run_cli(dir, common + "--json --interleave --plan fixed,auto --plan-cache " + cache);
   REQUIRE(code == 0);
-  std::vector<nlohmann::json> rows;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{') rows.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> rows = json_lines(text);
   REQUIRE(rows.size() == 2);
   CHECK(rows[0]["plan"] == "fixed");
   CHECK(rows[0]["kernel_plan"].get<std::string>().find("kernel plan: fixed") != std::string::npos);
