@@ -7,8 +7,8 @@
 #
 # Not part of CI, and it changes the machine: it adds arm64 to dpkg's
 # architectures and installs the cross compiler, qemu-user and the arm64
-# -dev packages of brisk's dependencies. Under emulation the suite takes
-# tens of minutes.
+# -dev packages of brisk's dependencies. Under emulation the suite runs
+# several times slower than natively.
 #
 # Usage: scripts/check-aarch64.sh [BUILD_DIR] [Catch2 test spec...]
 # BUILD_DIR defaults to build-aarch64 (beside build/, ignored by git).
