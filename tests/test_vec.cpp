@@ -2,6 +2,7 @@
 // Attention vector kernels: every ISA the machine runs agrees with the reference.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -136,6 +137,34 @@ TEST_CASE("swiglu matches the reference on every ISA", "[vec]") {
       for (int i = 0; i < n; ++i) REQUIRE(g1[i] == Approx(g2[i]).epsilon(1e-5).margin(1e-6));
     }
   }
+}
+
+TEST_CASE("rmsnorm equals ops::rmsnorm bit for bit on every ISA", "[vec]") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0, 1);
+  const VecKernels& ref = *ref_vec_kernels();
+  int checked = 0;
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    const VecKernels* k = vec_kernels_for(isa);
+    if (!k) {
+      WARN("skipped: this CPU cannot run " << isa_name(isa));
+      continue;
+    }
+    for (int n : {1, 7, 8, 9, 15, 16, 17, 100, 2048, 5000}) {
+      for (float magnitude : {1e-3f, 1.0f, 3e3f}) {
+        std::vector<float> x(n), w(n), a(n, -1.0f), b(n, -2.0f);
+        for (int i = 0; i < n; ++i) x[i] = magnitude * nd(rng), w[i] = 1 + 0.1f * nd(rng);
+        k->rmsnorm(a.data(), x.data(), w.data(), n, 1e-5f);
+        ops::rmsnorm(b.data(), x.data(), w.data(), n, 1e-5f);
+        INFO(isa_name(isa) << " n=" << n << " magnitude=" << magnitude);
+        REQUIRE(std::memcmp(a.data(), b.data(), sizeof(float) * n) == 0);
+        ++checked;
+      }
+    }
+    // The reference table is ops::rmsnorm itself; the others must not be.
+    if (isa != Isa::scalar) REQUIRE(k->rmsnorm != ref.rmsnorm);
+  }
+  REQUIRE(checked >= 30);
 }
 
 TEST_CASE("read_sum agrees with the reference on every ISA, at any alignment and length", "[vec]") {

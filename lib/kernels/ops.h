@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Small vector ops of the forward pass (everything but the matmuls). These are
 // a few percent of a step's time, so they are written once, plainly, for the
-// compiler to vectorise; only the matmuls have per-ISA variants.
+// compiler to vectorise. rmsnorm and SwiGLU run on every layer and also have
+// per-ISA versions (kernels/vec.h); these are their references.
 #pragma once
 #include <cstddef>
 #include <cstdint>

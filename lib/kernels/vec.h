@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Vector kernels of attention: cache rows to floats, dot products and
-// scaled accumulation. Attention does not batch across sequences the way the
+// scaled accumulation; and of the steps between the matmuls (SwiGLU,
+// rmsnorm). Attention does not batch across sequences the way the
 // matmuls do, so with many sequences or long contexts these matter; they have
 // a scalar reference and per-ISA variants like the matmuls.
 #pragma once
@@ -41,6 +42,8 @@ struct VecKernels {
   // (-Inf logits included); returns their sum. The SIMD versions use the
   // attention softmax's polynomial, within a few float ulps of expf.
   double (*exp_sum)(float* out, const float* x, int64_t n, float shift, float scale);
+  // out = x / rms(x) * w, bit-exact with ops::rmsnorm (out and x apart).
+  void (*rmsnorm)(float* out, const float* x, const float* w, int64_t n, float eps);
 };
 
 // Below this exponent exp_sum gives 0: e^-87 is near float's smallest normal.

@@ -87,24 +87,53 @@ bool Forward::run(const Batch& b, KVCache& cache, ThreadPool& pool, AbortCheck a
     if (abort && abort(abort_ctx)) return false;
     const LayerWeights& L = w_.layers[l];
     // x += attention(norm(x))
-    for (int t = 0; t < n; ++t)
-      ops::rmsnorm(&xn_[static_cast<size_t>(t) * c.n_embd], &x_[static_cast<size_t>(t) * c.n_embd],
-                   L.attn_norm.data(), c.n_embd, c.rms_eps);
-    mm_.invalidate();
+    norm(n, pool, L.attn_norm.data());
     attention_block(l, b, cache, pool);
-    for (int t = 0; t < n; ++t)
-      ops::add(&x_[static_cast<size_t>(t) * c.n_embd], &tmp_[static_cast<size_t>(t) * c.n_embd], c.n_embd);
+    residual(n, pool);
     // x += feed_forward(norm(x))
-    for (int t = 0; t < n; ++t)
-      ops::rmsnorm(&xn_[static_cast<size_t>(t) * c.n_embd], &x_[static_cast<size_t>(t) * c.n_embd],
-                   L.ffn_norm.data(), c.n_embd, c.rms_eps);
-    mm_.invalidate();
+    norm(n, pool, L.ffn_norm.data());
     feed_forward_block(l, n, pool);
-    for (int t = 0; t < n; ++t)
-      ops::add(&x_[static_cast<size_t>(t) * c.n_embd], &tmp_[static_cast<size_t>(t) * c.n_embd], c.n_embd);
+    residual(n, pool);
   }
   output(b, pool);
   return true;
+}
+
+template <class F>
+void Forward::for_each_token(int n, ThreadPool& pool, F&& f) {
+  // From prompt-sized batches on, the calling thread would otherwise work
+  // alone while the others wait. Below that (decode of up to a few dozen
+  // sequences) these steps are short next to the matmuls, and a pass of
+  // their own would end the workers' read-ahead of the next weights
+  // (ThreadPool::read_ahead_after_next_run).
+  constexpr int kParallelTokens = 32;
+  if (n < kParallelTokens || pool.size() == 1) {
+    for (int t = 0; t < n; ++t) f(t);
+    return;
+  }
+  // A few chunks per thread, so a thread slowed by another process takes fewer.
+  const int chunk = std::max(1, n / (4 * pool.size()));
+  pool.parallel_for((n + chunk - 1) / chunk, [&](int64_t i, int) {
+    const int t1 = std::min(n, static_cast<int>(i + 1) * chunk);
+    for (int t = static_cast<int>(i) * chunk; t < t1; ++t) f(t);
+  });
+}
+
+void Forward::norm(int n, ThreadPool& pool, const float* weight) {
+  const ModelConfig& c = config_;
+  const kernels::VecKernels& vk = kernels::vec_kernels();
+  for_each_token(n, pool, [&](int t) {
+    const size_t at = static_cast<size_t>(t) * c.n_embd;
+    vk.rmsnorm(&xn_[at], &x_[at], weight, c.n_embd, c.rms_eps);
+  });
+  mm_.invalidate();
+}
+
+void Forward::residual(int n, ThreadPool& pool) {
+  const int d = config_.n_embd;
+  for_each_token(n, pool, [&](int t) {
+    ops::add(&x_[static_cast<size_t>(t) * d], &tmp_[static_cast<size_t>(t) * d], d);
+  });
 }
 
 void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool& pool) {
@@ -113,7 +142,8 @@ void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool&
   const int n = b.size();
   mm_.run(pool, {{&L.wq, q_.data(), c.q_dim()}, {&L.wk, k_.data(), c.kv_dim()}, {&L.wv, v_.data(), c.kv_dim()}},
           xn_.data(), c.n_embd, n, {&L.wo});
-  for (int t = 0; t < n; ++t) {
+  // Distinct tokens write distinct cache rows, so tokens can go in parallel.
+  for_each_token(n, pool, [&](int t) {
     float* q = &q_[static_cast<size_t>(t) * c.q_dim()];
     float* k = &k_[static_cast<size_t>(t) * c.kv_dim()];
     float* v = &v_[static_cast<size_t>(t) * c.kv_dim()];
@@ -126,7 +156,7 @@ void Forward::attention_block(int l, const Batch& b, KVCache& cache, ThreadPool&
     ops::rope(q, c.n_head, c.head_dim, c.rope_dim, cs, c.rope_neox);
     ops::rope(k, c.n_head_kv, c.head_dim, c.rope_dim, cs, c.rope_neox);
     cache.store(l, b.slot[t], b.pos[t], k, v);
-  }
+  });
   attend(l, b, cache, pool);
   mm_.invalidate();
   mm_.run(pool, L.wo, att_.data(), c.q_dim(), n, tmp_.data(), c.n_embd, {&L.w_gate, &L.w_up});
@@ -138,8 +168,9 @@ void Forward::feed_forward_block(int l, int n, ThreadPool& pool) {
   mm_.run(pool, {{&L.w_gate, gate_.data(), c.n_ff}, {&L.w_up, up_.data(), c.n_ff}}, xn_.data(), c.n_embd, n,
           {&L.w_down});
   const kernels::VecKernels& vk = kernels::vec_kernels();
-  for (int t = 0; t < n; ++t)
+  for_each_token(n, pool, [&](int t) {
     vk.swiglu(&gate_[static_cast<size_t>(t) * c.n_ff], &up_[static_cast<size_t>(t) * c.n_ff], c.n_ff);
+  });
   mm_.invalidate();
   // The next pass reads the next layer's Q/K/V, or the output matrix.
   if (l + 1 < c.n_layer) {
@@ -156,8 +187,8 @@ void Forward::output(const Batch& b, ThreadPool& pool) {
   int m = 0;
   for (int t = 0; t < b.size(); ++t) {
     if (!b.want_logits[t]) continue;
-    ops::rmsnorm(&xn_[static_cast<size_t>(m) * c.n_embd], &x_[static_cast<size_t>(t) * c.n_embd],
-                 w_.output_norm.data(), c.n_embd, c.rms_eps);
+    kernels::vec_kernels().rmsnorm(&xn_[static_cast<size_t>(m) * c.n_embd], &x_[static_cast<size_t>(t) * c.n_embd],
+                                   w_.output_norm.data(), c.n_embd, c.rms_eps);
     ++m;
   }
   if (m == 0) return;

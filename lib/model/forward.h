@@ -49,6 +49,11 @@ class Forward {
 
  private:
   void embed(const Batch& b);
+  // f(t) for each of the batch's n tokens: inline for a few, else over the pool.
+  template <class F>
+  void for_each_token(int n, ThreadPool& pool, F&& f);
+  void norm(int n, ThreadPool& pool, const float* weight);  // xn = rmsnorm(x) * weight
+  void residual(int n, ThreadPool& pool);                   // x += tmp
   void attention_block(int layer, const Batch& b, KVCache& cache, ThreadPool& pool);
   void attend(int layer, const Batch& b, const KVCache& cache, ThreadPool& pool);
   void feed_forward_block(int layer, int n, ThreadPool& pool);

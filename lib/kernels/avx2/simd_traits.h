@@ -25,6 +25,21 @@ struct Vec {
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static float hsum(F v) { return avx2::hsum(v); }
+  // Eight double partial sums (rmsnorm) in two ymm: partials 0-3, 4-7.
+  struct D8 {
+    __m256d lo, hi;
+  };
+  static D8 zero_d8() { return {_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+  // d + x[j]^2 per partial j, x[0..8) widened to double (its square is exact
+  // there, so a fused and an unfused add give the same sum).
+  static D8 add_squares8(D8 d, const float* x) {
+    const __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x)), hi = _mm256_cvtps_pd(_mm_loadu_ps(x + 4));
+    return {_mm256_fmadd_pd(lo, lo, d.lo), _mm256_fmadd_pd(hi, hi, d.hi)};
+  }
+  static void store_d8(double* p, D8 d) {
+    _mm256_storeu_pd(p, d.lo);
+    _mm256_storeu_pd(p + 4, d.hi);
+  }
 
   // Aligned (the repacked activations of simd/q_tiles.h).
   static F load_aligned(const float* p) { return _mm256_load_ps(p); }

@@ -14,7 +14,7 @@ using avx2::Vec;
 
 const VecKernels kTable{simd::to_f32<Vec>, simd::dot<Vec>,  simd::axpy<Vec>,         avx2::attend,
                         ops::swiglu,       simd::from_f32<Vec>, simd::read_sum<Vec>,
-                        simd::exp_sum<Vec>};
+                        simd::exp_sum<Vec>, simd::rmsnorm<Vec>};
 
 }  // namespace
 

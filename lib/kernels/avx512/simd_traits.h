@@ -24,6 +24,16 @@ struct Vec {
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static float hsum(F v) { return avx512::hsum(v); }
+  // Eight double partial sums (rmsnorm): D8 lane j is partial j.
+  using D8 = __m512d;
+  static D8 zero_d8() { return _mm512_setzero_pd(); }
+  // d + x[j]^2 per lane j, x[0..8) widened to double (its square is exact
+  // there, so a fused and an unfused add give the same sum).
+  static D8 add_squares8(D8 d, const float* x) {
+    const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x));
+    return _mm512_fmadd_pd(v, v, d);
+  }
+  static void store_d8(double* p, D8 d) { _mm512_storeu_pd(p, d); }
 
   // Aligned (the repacked activations of simd/q_tiles.h).
   static F load_aligned(const float* p) { return _mm512_load_ps(p); }

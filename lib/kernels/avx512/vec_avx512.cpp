@@ -31,7 +31,7 @@ void swiglu(float* gate, const float* up, int64_t n) {
 
 const VecKernels kTable{simd::to_f32<Vec>, simd::dot<Vec>,      simd::axpy<Vec>,    avx512::attend,
                         swiglu,            simd::from_f32<Vec>, simd::read_sum<Vec>,
-                        simd::exp_sum<Vec>};
+                        simd::exp_sum<Vec>, simd::rmsnorm<Vec>};
 
 }  // namespace
 

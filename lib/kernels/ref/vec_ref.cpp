@@ -49,7 +49,7 @@ double exp_sum(float* out, const float* x, int64_t n, float shift, float scale) 
   return sum;
 }
 
-const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32, read_sum, exp_sum};
+const VecKernels kRef{to_f32, dot, axpy, nullptr, ops::swiglu, from_f32, read_sum, exp_sum, ops::rmsnorm};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 // they sit in an anonymous namespace (no external linkage: see
 // avx512/common.h on the ODR caution). Include only from the ISA folders.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -33,6 +34,26 @@ float dot(const float* a, const float* b, int n) {
   float s = V::hsum(V::add(acc0, acc1));
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
+}
+
+// ops::rmsnorm bit for bit: the same eight double partial sums (partial j
+// takes x[i] for i = j mod 8, in order), combined in the same order, and
+// the same float products x * scale * w.
+template <class V>
+void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps) {
+  constexpr int W = V::kLanes;
+  typename V::D8 acc = V::zero_d8();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = V::add_squares8(acc, x + i);
+  double part[8];
+  V::store_d8(part, acc);
+  for (; i < n; ++i) part[i % 8] += static_cast<double>(x[i]) * x[i];
+  const double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  const typename V::F vs = V::set1(scale);
+  int64_t k = 0;
+  for (; k + W <= n; k += W) V::store(out + k, V::mul(V::mul(V::load(x + k), vs), V::load(w + k)));
+  for (; k < n; ++k) out[k] = x[k] * scale * w[k];
 }
 
 template <class V>
