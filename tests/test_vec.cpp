@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Attention vector kernels: every ISA the machine runs agrees with the reference.
+// Vector kernels (attention, SwiGLU, rmsnorm, ...): every ISA the machine runs agrees with the reference.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
