@@ -20,6 +20,10 @@
 #include "kernels/variants.h"
 #include "quant/quant.h"
 
+#if defined(BRISK_HAVE_AMX_MODEL)
+#include "kernels/amx/tile_model.h"
+#endif
+
 using namespace brisk;
 using namespace brisk::kernels;
 
@@ -82,8 +86,8 @@ std::vector<float> run(const MatmulKernel& kern, const Matrix& m, const std::vec
   return out;
 }
 
-void check(TensorType t, std::mt19937& rng, int64_t k, int nrows, int ncols) {
-  const MatmulKernel* amx = packed_matmul_kernel_for(t, Isa::amx);
+// amx: the AMX table of type t under test (the hardware's or the model's).
+void check(const MatmulKernel* amx, TensorType t, std::mt19937& rng, int64_t k, int nrows, int ncols) {
   const MatmulKernel* vnni = packed_matmul_kernel_for(t, Isa::avx512);
   REQUIRE(amx != nullptr);
   REQUIRE(amx->packed);
@@ -138,11 +142,13 @@ TEST_CASE("AMX is offered only where the CPU and OS allow it", "[amx]") {
     }
 }
 
-TEST_CASE("AMX packed gemm matches the reference", "[amx][simd][packed]") {
-  if (!isa_supported(Isa::amx)) {
-    WARN("skipped: this CPU or OS does not allow AMX-BF16");
-    return;
-  }
+namespace {
+
+// Every type over shapes that take each path: below kAmxMinCols, whole and
+// partial 32-column panels, whole and partial row groups, odd and even
+// chunks of groups. table(t) gives the AMX table under test.
+template <class Table>
+void check_all_types(Table table) {
   const int cols[] = {1, 2, 15, 16, 17, kAmxMinCols - 1, kAmxMinCols, 31, 32, 33, 64, 100};
   const int rows[] = {16, 17, 40, 100};
   for (TensorType t : kTypes) {
@@ -155,9 +161,41 @@ TEST_CASE("AMX packed gemm matches the reference", "[amx][simd][packed]") {
       for (int nr : rows) {
         const int64_t k = ks[n++ % ks.size()];
         if (k == 5632 && nc > 33) continue;  // the double reference is slow
-        check(t, rng, k, nr, nc);
+        check(table(t), t, rng, k, nr, nc);
       }
     // k not a multiple of 32 (F16/BF16): the AVX-512 kernel even for many columns.
-    if (t == TensorType::F16 || t == TensorType::BF16) check(t, rng, 50, 33, 40);
+    if (t == TensorType::F16 || t == TensorType::BF16) check(table(t), t, rng, 50, 33, 40);
   }
 }
+
+}  // namespace
+
+TEST_CASE("AMX packed gemm matches the reference", "[amx][simd][packed]") {
+  if (!isa_supported(Isa::amx)) {
+    WARN("skipped: this CPU or OS does not allow AMX-BF16");
+    return;
+  }
+  check_all_types([](TensorType t) { return packed_matmul_kernel_for(t, Isa::amx); });
+}
+
+#if defined(BRISK_HAVE_AMX_MODEL)
+// The same kernels with the tile instructions run by the scalar model
+// (kernels/amx/tile_model.h): their tiling, strides, tails and dequantized
+// tiles checked on any CPU with AVX-512 BF16, AMX or not.
+TEST_CASE("AMX packed gemm through the tile model matches the reference", "[amx][simd][packed]") {
+  if (!isa_supported(Isa::avx512) || !cpu_features().avx512_bf16) {
+    WARN("skipped: the AMX kernels' model needs AVX-512 BF16, which this CPU lacks");
+    return;
+  }
+  const uint64_t before = amx_model::state().products;
+  check_all_types([](TensorType t) {
+    const MatmulKernel* k = amx_model::packed_matmul_kernel(t);
+    REQUIRE(k != nullptr);
+    return k;
+  });
+  // The tile paths ran (not only the AVX-512 fallback below kAmxMinCols),
+  // and every call gave its tiles back.
+  REQUIRE(amx_model::state().products > before);
+  REQUIRE_FALSE(amx_model::state().configured);
+}
+#endif

@@ -26,6 +26,7 @@
 // bf16 the same way.
 #include <cstdlib>
 
+#include "kernels/amx/tiles.h"
 #include "kernels/avx512/common.h"
 #include "kernels/isa_tables.h"
 #include "kernels/packed.h"
@@ -34,7 +35,13 @@
 
 namespace brisk::kernels {
 
+// The tests' build (tiles.h) compiles this file a second time, into its own
+// namespace, with the tile instructions run by the model.
+#if defined(BRISK_AMX_MODEL)
+namespace amx_model {
+#else
 namespace amx {
+#endif
 
 namespace {
 
@@ -235,7 +242,7 @@ void configure_tiles() {
     cfg.colsb[t] = 64;
     cfg.rows[t] = 16;
   }
-  _tile_loadconfig(&cfg);
+  BRISK_TILE_CONFIG(&cfg);
 }
 
 struct Panel {
@@ -276,31 +283,31 @@ void panel_times_groups(const Panel& p, const uint8_t* b0, const uint8_t* b1, si
   const long as = static_cast<long>(p.a_stride);
   const bool two_a = p.ncols > 16;
   const uint8_t* a1 = p.a + 16 * p.a_stride;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  BRISK_TILE_ZERO(0);
+  BRISK_TILE_ZERO(1);
+  BRISK_TILE_ZERO(2);
+  BRISK_TILE_ZERO(3);
   for (int64_t kb = 0; kb < nkb; ++kb) {
     const size_t ka = 64 * static_cast<size_t>(kb), kw = static_cast<size_t>(kb) * b_stride;
-    _tile_loadd(4, p.a + ka, as);
-    _tile_loadd(6, b0 + kw, 64);
-    _tile_dpbf16ps(0, 4, 6);
+    BRISK_TILE_LOAD(4, p.a + ka, as);
+    BRISK_TILE_LOAD(6, b0 + kw, 64);
+    BRISK_TILE_DPBF16PS(0, 4, 6);
     if constexpr (NB == 2) {
-      _tile_loadd(7, b1 + kw, 64);
-      _tile_dpbf16ps(1, 4, 7);
+      BRISK_TILE_LOAD(7, b1 + kw, 64);
+      BRISK_TILE_DPBF16PS(1, 4, 7);
     }
     if (two_a) {
-      _tile_loadd(5, a1 + ka, as);
-      _tile_dpbf16ps(2, 5, 6);
-      if constexpr (NB == 2) _tile_dpbf16ps(3, 5, 7);
+      BRISK_TILE_LOAD(5, a1 + ka, as);
+      BRISK_TILE_DPBF16PS(2, 5, 6);
+      if constexpr (NB == 2) BRISK_TILE_DPBF16PS(3, 5, 7);
     }
   }
   const int cols0 = p.ncols < 16 ? p.ncols : 16;
-  store_c(d, g, p.c0, cols0, [](void* o, long s) { _tile_stored(0, o, s); });
-  if constexpr (NB == 2) store_c(d, g + 1, p.c0, cols0, [](void* o, long s) { _tile_stored(1, o, s); });
+  store_c(d, g, p.c0, cols0, [](void* o, long s) { BRISK_TILE_STORE(0, o, s); });
+  if constexpr (NB == 2) store_c(d, g + 1, p.c0, cols0, [](void* o, long s) { BRISK_TILE_STORE(1, o, s); });
   if (two_a) {
-    store_c(d, g, p.c0 + 16, p.ncols - 16, [](void* o, long s) { _tile_stored(2, o, s); });
-    if constexpr (NB == 2) store_c(d, g + 1, p.c0 + 16, p.ncols - 16, [](void* o, long s) { _tile_stored(3, o, s); });
+    store_c(d, g, p.c0 + 16, p.ncols - 16, [](void* o, long s) { BRISK_TILE_STORE(2, o, s); });
+    if constexpr (NB == 2) store_c(d, g + 1, p.c0 + 16, p.ncols - 16, [](void* o, long s) { BRISK_TILE_STORE(3, o, s); });
   }
 }
 
@@ -356,7 +363,7 @@ void gemm_tiles(DequantFn dequant, int64_t k, const uint8_t* w, size_t w_stride,
     }
   }
   // The tile state is 8 KB more to save at every context switch until released.
-  _tile_release();
+  BRISK_TILE_RELEASE();
 }
 
 // ---- The tables' gemms: AMX from kAmxMinCols columns (k whole 32-value
@@ -377,10 +384,8 @@ void gemm(int64_t k, const void* w, size_t w_stride, int nrows, const void* act,
 
 }  // namespace
 
-}  // namespace amx
-
-const MatmulKernel* amx_packed_matmul_kernel(TensorType t) {
-  using namespace amx;
+// The tables: AMX from kAmxMinCols columns, the AVX-512 kernels below.
+const MatmulKernel* packed_matmul_kernel(TensorType t) {
   static const MatmulKernel q4_0{
       TensorType::Q8_0, quantize_q8_0_bf16,
       gemm<avx512::gemm_q4_0_packed, dequant_q_group<4>, q8_0_bf16_offset>, q8_0_bf16_bytes, true};
@@ -410,7 +415,13 @@ const MatmulKernel* amx_packed_matmul_kernel(TensorType t) {
   }
 }
 
+}  // namespace amx or amx_model
+
+#if !defined(BRISK_AMX_MODEL)
+const MatmulKernel* amx_packed_matmul_kernel(TensorType t) { return amx::packed_matmul_kernel(t); }
+
 // No variants beyond the default table yet.
 void amx_extra_variants(TensorType, std::vector<KernelVariant>&) {}
+#endif
 
 }  // namespace brisk::kernels
