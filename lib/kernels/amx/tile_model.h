@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/fp16.h"
 #include "core/tensor_type.h"
 #include "kernels/matmul.h"
 
@@ -117,18 +118,12 @@ inline float bf16_in(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   if ((h & 0x7F80) == 0) h &= 0x8000;
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return bits_to_f32(static_cast<uint32_t>(h) << 16);
 }
 
 inline float flush_denormal(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7F800000u) == 0) bits &= 0x80000000u;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  const uint32_t bits = f32_to_bits(f);
+  return (bits & 0x7F800000u) == 0 ? bits_to_f32(bits & 0x80000000u) : f;
 }
 
 // TDPBF16PS c, a, b: c[m][n] (f32) += a[m] pair k . b[k] pair n, over the
