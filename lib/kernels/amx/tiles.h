@@ -23,7 +23,7 @@
 #define BRISK_TILE_STORE(t, base, stride) ::brisk::kernels::amx_model::store(t, base, stride)
 #define BRISK_TILE_DPBF16PS(c, a, b) ::brisk::kernels::amx_model::dpbf16ps(c, a, b)
 #else
-#include <immintrin.h>
+#include "kernels/avx512/common.h"  // immintrin.h, as every kernel file includes it
 #define BRISK_TILE_CONFIG(cfg) _tile_loadconfig(cfg)
 #define BRISK_TILE_RELEASE() _tile_release()
 #define BRISK_TILE_ZERO(t) _tile_zero(t)
