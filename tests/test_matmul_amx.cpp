@@ -123,27 +123,6 @@ void check(const MatmulKernel* amx, TensorType t, std::mt19937& rng, int64_t k, 
   }
 }
 
-}  // namespace
-
-TEST_CASE("AMX is offered only where the CPU and OS allow it", "[amx]") {
-  const CpuFeatures& f = cpu_features();
-  REQUIRE(isa_supported(Isa::amx) ==
-          (simd_kernels_built() && f.avx512 && f.avx512_vnni && f.avx512_bf16 && f.amx_bf16));
-  if (!isa_supported(Isa::amx)) {
-    for (TensorType t : kTypes) REQUIRE(packed_matmul_kernel_for(t, Isa::amx) == nullptr);
-    REQUIRE(static_cast<int>(active_isa()) < static_cast<int>(Isa::amx));
-  }
-  REQUIRE(std::string(isa_name(Isa::amx)) == "amx");
-  // Below AMX (BRISK_ISA=avx512 or a CPU without it) no variant is an AMX one.
-  for (TensorType t : kTypes)
-    for (const KernelVariant& v : matmul_variants(t)) {
-      REQUIRE(static_cast<int>(v.isa) <= static_cast<int>(active_isa()));
-      if (active_isa() == Isa::amx && v.isa == Isa::amx) REQUIRE(std::string(v.name).rfind("amx.packed.", 0) == 0);
-    }
-}
-
-namespace {
-
 // Every type over shapes that take each path: below kAmxMinCols, whole and
 // partial 32-column panels, whole and partial row groups, odd and even
 // chunks of groups. table(t) gives the AMX table under test.
@@ -169,6 +148,23 @@ void check_all_types(Table table) {
 }
 
 }  // namespace
+
+TEST_CASE("AMX is offered only where the CPU and OS allow it", "[amx]") {
+  const CpuFeatures& f = cpu_features();
+  REQUIRE(isa_supported(Isa::amx) ==
+          (simd_kernels_built() && f.avx512 && f.avx512_vnni && f.avx512_bf16 && f.amx_bf16));
+  if (!isa_supported(Isa::amx)) {
+    for (TensorType t : kTypes) REQUIRE(packed_matmul_kernel_for(t, Isa::amx) == nullptr);
+    REQUIRE(static_cast<int>(active_isa()) < static_cast<int>(Isa::amx));
+  }
+  REQUIRE(std::string(isa_name(Isa::amx)) == "amx");
+  // Below AMX (BRISK_ISA=avx512 or a CPU without it) no variant is an AMX one.
+  for (TensorType t : kTypes)
+    for (const KernelVariant& v : matmul_variants(t)) {
+      REQUIRE(static_cast<int>(v.isa) <= static_cast<int>(active_isa()));
+      if (active_isa() == Isa::amx && v.isa == Isa::amx) REQUIRE(std::string(v.name).rfind("amx.packed.", 0) == 0);
+    }
+}
 
 TEST_CASE("AMX packed gemm matches the reference", "[amx][simd][packed]") {
   if (!isa_supported(Isa::amx)) {
