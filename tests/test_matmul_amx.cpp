@@ -6,6 +6,7 @@
 // AVX-512 kernel's exact results.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,8 +18,11 @@
 #include "core/tensor_type.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
+#include "engine/session.h"
 #include "kernels/variants.h"
+#include "model/model.h"
 #include "quant/quant.h"
+#include "test_data.h"
 
 #if defined(BRISK_HAVE_AMX_MODEL)
 #include "kernels/amx/tile_model.h"
@@ -193,5 +197,77 @@ TEST_CASE("AMX packed gemm through the tile model matches the reference", "[amx]
   // and every call gave its tiles back.
   REQUIRE(amx_model::state().products > before);
   REQUIRE_FALSE(amx_model::state().configured);
+}
+#endif
+
+#if defined(BRISK_HAVE_AMX_MODEL)
+// The engine's prompt passes through the AMX tables (tile model): the
+// activation formats, column strides and fused passes that MatmulOp gives
+// them, not only a lone gemm. Held to the default kernels' logits within
+// bf16 rounding; a wrong layout gives unrelated logits.
+TEST_CASE("a prompt through the AMX tables (tile model) gives the default kernels' logits", "[amx][model]") {
+  if (!isa_supported(Isa::avx512) || !cpu_features().avx512_bf16) {
+    WARN("skipped: the AMX kernels' model needs AVX-512 BF16, which this CPU lacks");
+    return;
+  }
+  for (const char* name : {"logstories-q4_0.gguf", "logstories-q8_0.gguf", "logstories-q4_k_m.gguf",
+                           "logstories-f16.gguf"}) {
+    BRISK_TEST_FILE(path, std::string("models/logstories/") + name);
+    INFO(name);
+    const std::unique_ptr<Model> ref = Model::open(path, reproducible_load());
+    const std::unique_ptr<Model> amx = Model::open(path, reproducible_load());
+    // This test owns the second model: routing its prompt-class kernels by
+    // hand is what a kernel plan does at load.
+    Weights& w = const_cast<Weights&>(amx->weights());
+    int routed = 0;
+    auto route = [&](brisk::Matrix& m) {
+      if (!m.packed) return;
+      if (const MatmulKernel* k = amx_model::packed_matmul_kernel(m.type)) {
+        m.kernels[static_cast<int>(ColClass::prompt)] = k;
+        ++routed;
+      }
+    };
+    for (LayerWeights& L : w.layers)
+      for (brisk::Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) route(*m);
+    route(w.output);
+    REQUIRE(routed >= 7 * static_cast<int>(w.layers.size()));
+
+    BRISK_TEST_FILE(f32_path, "models/logstories/logstories-f32.gguf");
+    const std::unique_ptr<Model> exact = Model::open(f32_path, reproducible_load());
+    const int n_vocab = ref->config().n_vocab;
+    std::vector<int32_t> tokens(48);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((7 * i + 3) % n_vocab);
+    SessionOptions so;
+    so.n_ctx = 64;
+    so.n_threads = 2;
+    Session sr(*ref, so), sa(*amx, so), se(*exact, so);
+    std::vector<float> lr(tokens.size() * n_vocab), la(tokens.size() * n_vocab), le(tokens.size() * n_vocab);
+    se.eval(tokens.data(), tokens.size(), le.data());
+    const uint64_t before = amx_model::state().products;
+    sr.eval(tokens.data(), tokens.size(), lr.data());
+    sa.eval(tokens.data(), tokens.size(), la.data());
+    // Only this thread's products are counted; the pool's caller takes part.
+    REQUIRE(amx_model::state().products > before);
+    // Root-mean-square distance from the f32 model's logits, over all positions.
+    auto rms_from_exact = [&](const std::vector<float>& l) {
+      double s = 0;
+      for (size_t i = 0; i < l.size(); ++i) s += (l[i] - le[i]) * static_cast<double>(l[i] - le[i]);
+      return std::sqrt(s / static_cast<double>(l.size()));
+    };
+    const double d_ref = rms_from_exact(lr), d_amx = rms_from_exact(la);
+    int same_top = 0;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const float* a = &lr[t * n_vocab];
+      const float* b = &la[t * n_vocab];
+      same_top += std::max_element(a, a + n_vocab) - a == std::max_element(b, b + n_vocab) - b;
+    }
+    INFO("rms distance from the f32 logits: default kernels " << d_ref << ", AMX tables " << d_amx
+                                                              << "; same top token at " << same_top << " of "
+                                                              << tokens.size());
+    // bf16 activations are finer than the default kernels' int8 ones, so the
+    // AMX tables land about as close to the f32 model, never much further.
+    CHECK(d_amx <= 1.5 * d_ref + 1e-3);
+    CHECK(same_top >= static_cast<int>(tokens.size()) * 9 / 10);
+  }
 }
 #endif
