@@ -179,14 +179,21 @@ TEST_CASE("AMX packed gemm matches the reference", "[amx][simd][packed]") {
 }
 
 #if defined(BRISK_HAVE_AMX_MODEL)
+namespace {
+// The model's build of the AMX file uses AVX-512 BF16 for everything but
+// the tiles; false (with a warning) where this CPU lacks it.
+bool model_runs_here() {
+  if (isa_supported(Isa::avx512) && cpu_features().avx512_bf16) return true;
+  WARN("skipped: the AMX kernels' model needs AVX-512 BF16, which this CPU lacks");
+  return false;
+}
+}  // namespace
+
 // The same kernels with the tile instructions run by the scalar model
 // (kernels/amx/tile_model.h): their tiling, strides, tails and dequantized
 // tiles checked on any CPU with AVX-512 BF16, AMX or not.
 TEST_CASE("AMX packed gemm through the tile model matches the reference", "[amx][simd][packed]") {
-  if (!isa_supported(Isa::avx512) || !cpu_features().avx512_bf16) {
-    WARN("skipped: the AMX kernels' model needs AVX-512 BF16, which this CPU lacks");
-    return;
-  }
+  if (!model_runs_here()) return;
   const uint64_t before = amx_model::state().products;
   check_all_types([](TensorType t) {
     const MatmulKernel* k = amx_model::packed_matmul_kernel(t);
@@ -198,18 +205,13 @@ TEST_CASE("AMX packed gemm through the tile model matches the reference", "[amx]
   REQUIRE(amx_model::state().products > before);
   REQUIRE_FALSE(amx_model::state().configured);
 }
-#endif
 
-#if defined(BRISK_HAVE_AMX_MODEL)
 // The engine's prompt passes through the AMX tables (tile model): the
 // activation formats, column strides and fused passes that MatmulOp gives
 // them, not only a lone gemm. Held to the default kernels' logits within
 // bf16 rounding; a wrong layout gives unrelated logits.
 TEST_CASE("a prompt through the AMX tables (tile model) gives the default kernels' logits", "[amx][model]") {
-  if (!isa_supported(Isa::avx512) || !cpu_features().avx512_bf16) {
-    WARN("skipped: the AMX kernels' model needs AVX-512 BF16, which this CPU lacks");
-    return;
-  }
+  if (!model_runs_here()) return;
   for (const char* name : {"logstories-q4_0.gguf", "logstories-q8_0.gguf", "logstories-q4_k_m.gguf",
                            "logstories-f16.gguf"}) {
     BRISK_TEST_FILE(path, std::string("models/logstories/") + name);

@@ -6,9 +6,8 @@
 // Why a model: the tile instructions need a CPU with AMX and a kernel that
 // grants the tile state, which most machines that build and test brisk
 // lack. Run through the model, the AMX kernels' tiling, strides, tails,
-// dequantized B tiles and stores are tested wherever AVX-512 BF16 runs; the
-// model faults (aborts) where the hardware would (a tile used before its
-// configuration, shapes that do not match).
+// dequantized B tiles and stores are tested wherever AVX-512 BF16 runs, and
+// the model faults where the hardware would.
 //
 // Macros rather than functions: GCC's intrinsics paste the tile number into
 // the instruction text, so it must be a literal at every use.
